@@ -1,0 +1,14 @@
+"""User-facing errors: each carries one line the CLI prints as it is (no traceback)."""
+
+
+class SeqxError(Exception):
+    """Bad input or a missing prerequisite: the message names the file/setting and the problem."""
+
+
+class AudioError(SeqxError):
+    """An audio file that cannot be used (missing, corrupt, empty, NaN...)."""
+
+    def __init__(self, path: object, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = str(path)
+        self.problem = problem

@@ -1,0 +1,360 @@
+"""The recipe: every setting seqx knows, its default, its valid range, and the loader.
+
+A recipe is a flat-ish YAML file with one section per stage. It is validated
+here, once, into frozen pydantic models, so the rest of the code receives typed
+objects and never a loose dict. A wrong recipe raises `RecipeError` whose
+message is one line naming the file, the key path and the problem, which the
+CLI prints as it is (exit code 2, no traceback).
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class RecipeError(ValueError):
+    """A recipe or override that cannot be used; the message is one printable line."""
+
+
+class _Section(BaseModel):
+    # frozen: settings are facts about a run, not state to mutate along the way;
+    # extra=forbid: a misspelt key must be an error, not a silently ignored default.
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# --------------------------------------------------------------------------- data
+
+
+class Voice(_Section):
+    """One synthetic speaker: an engine, a language/accent and a voice variant."""
+
+    engine: Literal["espeak-ng", "flite"] = "espeak-ng"
+    language: str = "en-us"  # espeak-ng language/accent; ignored by flite
+    variant: str = ""  # espeak-ng variant (m1, f3, klatt...) or flite voice (kal, slt...)
+
+
+class SynthSettings(_Section):
+    """A voice-command corpus made on the spot from a command grammar."""
+
+    # Templates use {slot} placeholders filled from `slots`; every combination is a command.
+    templates: list[str] = Field(default_factory=list)
+    slots: dict[str, list[str]] = Field(default_factory=dict)
+    engines: list[Literal["espeak-ng", "flite"]] = Field(default_factory=lambda: ["espeak-ng"])
+    accents: list[str] = Field(
+        default_factory=lambda: ["en-us", "en-gb", "en-gb-scotland", "en-gb-x-rp", "en-029", "en-gb-x-gbclan"]
+    )
+    variants: list[str] = Field(
+        default_factory=lambda: ["", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "f1", "f2", "f3", "f4", "f5", "klatt"]
+    )
+    flite_voices: list[str] = Field(default_factory=lambda: ["kal", "awb", "rms", "slt"])
+    rate_wpm: tuple[int, int] = (130, 200)  # espeak-ng -s, words per minute
+    pitch: tuple[int, int] = (30, 70)  # espeak-ng -p, 0..99
+    amplitude: tuple[int, int] = (80, 160)  # espeak-ng -a, 0..200
+    snr_db: tuple[float, float] = (10.0, 40.0)  # background noise level, drawn per utterance
+    noise_share: float = Field(0.9, ge=0.0, le=1.0)  # share of utterances that get noise at all
+    empty_share: float = Field(0.03, ge=0.0, le=0.5)  # noise/silence-only utterances, empty transcript
+    heldout_command_share: float = Field(0.1, ge=0.0, le=0.5)  # distinct commands never in train
+    valid_voices: int = Field(4, ge=1)  # voices reserved for valid (never in train)
+    test_voices: int = Field(6, ge=1)  # voices reserved for test (never in train or valid)
+    test_engine: Literal["same", "flite"] = "same"  # "flite": test voices all come from flite
+    valid_share: float = Field(0.08, gt=0.0, lt=0.5)  # of `size`, before the voice split
+    test_share: float = Field(0.1, gt=0.0, lt=0.5)
+
+    @model_validator(mode="after")
+    def _check_grammar(self) -> SynthSettings:
+        for lo, hi, name in ((*self.rate_wpm, "rate_wpm"), (*self.pitch, "pitch"), (*self.amplitude, "amplitude")):
+            if lo > hi:
+                raise ValueError(f"data.synth.{name}: low end {lo} is above high end {hi}")
+        if self.snr_db[0] > self.snr_db[1]:
+            raise ValueError(f"data.synth.snr_db: low end {self.snr_db[0]} is above high end {self.snr_db[1]}")
+        return self
+
+
+class ManifestSettings(_Section):
+    """Existing data: a JSONL/CSV/TSV manifest, a Kaldi data dir or a folder of audio + .txt."""
+
+    train: str | None = None
+    valid: str | None = None
+    test: str | None = None
+    # auto: decided by what the path is (a dir with wav.scp = kaldi, a dir = folder, else by suffix)
+    format: Literal["auto", "jsonl", "csv", "tsv", "kaldi", "folder"] = "auto"
+    audio_column: str = "audio"
+    text_column: str = "text"
+
+
+class DataSettings(_Section):
+    source: Literal["synth", "manifest"] = "synth"
+    sample_rate: int = Field(16000, ge=8000, le=48000)
+    size: int = Field(4000, ge=10, le=2_000_000)  # synth: utterances over all splits
+    seed: int = 0
+    workers: int = Field(0, ge=0, le=256)  # 0 = one per core
+    max_duration: float = Field(20.0, gt=0.0)  # seconds; longer utterances are skipped and reported
+    synth: SynthSettings = Field(default_factory=SynthSettings)
+    manifest: ManifestSettings = Field(default_factory=ManifestSettings)
+
+
+# ---------------------------------------------------------------------- features
+
+
+class SpecAugmentSettings(_Section):
+    freq_masks: int = Field(2, ge=0, le=10)
+    freq_mask_width: int = Field(10, ge=0)  # bins, at most
+    time_masks: int = Field(2, ge=0, le=20)
+    time_mask_width: int = Field(20, ge=0)  # frames, at most
+    time_mask_ratio: float = Field(0.2, ge=0.0, le=1.0)  # a time mask never exceeds this share of an utterance
+
+
+class FeatureSettings(_Section):
+    kind: Literal["mfcc", "fbank"] = "fbank"
+    n_mfcc: int = Field(40, ge=4, le=128)
+    n_mels: int = Field(80, ge=8, le=256)
+    win_ms: float = Field(25.0, gt=0.0, le=100.0)
+    hop_ms: float = Field(10.0, gt=0.0, le=50.0)
+    kaldi: bool = False  # fbank through torchaudio.compliance.kaldi.fbank (Kaldi-compatible)
+    shard_mb: int = Field(1024, ge=1)  # a split's store is cut into shards of at most this size
+    workers: int = Field(0, ge=0, le=256)  # 0 = one per core
+    specaugment: bool = True
+    spec: SpecAugmentSettings = Field(default_factory=SpecAugmentSettings)
+
+    @property
+    def n_feats(self) -> int:
+        """The width of one frame: what the encoder receives as its embedding."""
+        return self.n_mfcc if self.kind == "mfcc" else self.n_mels
+
+    @model_validator(mode="after")
+    def _check_window(self) -> FeatureSettings:
+        if self.hop_ms > self.win_ms:
+            raise ValueError(f"features.hop_ms: {self.hop_ms} is larger than features.win_ms ({self.win_ms})")
+        if self.kind == "mfcc" and self.n_mfcc > self.n_mels:
+            raise ValueError(f"features.n_mfcc: {self.n_mfcc} is larger than features.n_mels ({self.n_mels})")
+        return self
+
+
+# --------------------------------------------------------------------- tokenizer
+
+
+class TokenizerSettings(_Section):
+    kind: Literal["bpe", "unigram", "char"] = "bpe"
+    vocab_size: int = Field(128, ge=8, le=65536)
+    lowercase: bool = True
+    punctuation: Literal["strip", "keep"] = "strip"
+    numbers: Literal["keep", "words"] = "words"  # "words": 15 -> fifteen, as a speaker says it
+
+
+# ------------------------------------------------------------------------- model
+
+
+class ModelSettings(_Section):
+    d_model: int = Field(256, ge=8, le=8192)
+    heads: int = Field(4, ge=1, le=128)
+    enc_layers: int = Field(6, ge=1, le=64)
+    dec_layers: int = Field(3, ge=1, le=64)
+    d_ff: int = Field(1024, ge=8)
+    dropout: float = Field(0.1, ge=0.0, lt=1.0)
+    norm: Literal["pre", "post"] = "pre"  # post-LN is the paper's; pre-LN trains more easily
+    frontend: Literal["none", "linear", "conv2d"] = "conv2d"
+    ctc_weight: float = Field(0.3, ge=0.0, le=1.0)  # 0 = no CTC head
+    tie_embeddings: bool = True
+    max_positions: int = Field(4096, ge=16)  # longest sequence the sinusoidal table covers
+
+    @model_validator(mode="after")
+    def _check_heads(self) -> ModelSettings:
+        if self.d_model % self.heads:
+            raise ValueError(f"model.d_model: must be divisible by model.heads ({self.d_model} vs {self.heads})")
+        return self
+
+
+# ------------------------------------------------------------------------- train
+
+
+class TrainSettings(_Section):
+    device: str = "auto"  # auto = cuda when present, else cpu
+    epochs: int = Field(30, ge=1, le=10000)
+    max_frames: int = Field(20000, ge=100)  # feature frames per batch (padded), per device
+    lr: float = Field(1e-3, gt=0.0, le=1.0)  # peak learning rate
+    warmup_steps: int = Field(500, ge=0)
+    schedule: Literal["noam", "cosine"] = "cosine"
+    weight_decay: float = Field(0.01, ge=0.0, le=1.0)
+    label_smoothing: float = Field(0.1, ge=0.0, lt=1.0)
+    grad_clip: float = Field(5.0, ge=0.0)  # 0 = no clipping
+    accum_steps: int = Field(1, ge=1, le=1024)
+    bf16: bool = True  # autocast on CUDA; ignored on CPU
+    keep_last: int = Field(3, ge=1, le=100)  # epoch checkpoints kept
+    average_best: int = Field(3, ge=1, le=100)  # best-by-valid checkpoints averaged into the bundle
+    early_stop_patience: int = Field(0, ge=0)  # epochs without valid improvement; 0 = off
+    max_nan_in_row: int = Field(20, ge=1)  # non-finite losses in a row before the run stops
+    log_every: int = Field(50, ge=1)  # steps between plain log lines when not on a terminal
+    valid_max_utts: int = Field(400, ge=1)  # greedy WER each epoch on at most this many valid utterances
+    seed: int = 0
+    deterministic: bool = False  # torch.use_deterministic_algorithms; needed for bitwise resume tests
+    workers: int = Field(1, ge=0, le=64)  # DataLoader workers
+
+
+# ------------------------------------------------------------------------ decode
+
+
+class DecodeSettings(_Section):
+    beam: int = Field(8, ge=1, le=256)  # 1 = greedy
+    nbest: int = Field(1, ge=1, le=256)
+    ctc_weight: float = Field(0.3, ge=0.0, le=1.0)  # joint CTC/attention scoring; 0 = attention only
+    length_penalty: float = Field(1.0, ge=0.0, le=5.0)  # score / len**alpha
+    max_len_ratio: float = Field(0.5, gt=0.0)  # max output tokens per encoder frame (after front-end)
+    max_len: int = Field(64, ge=1)  # hard cap on output tokens
+    batch_size: int = Field(32, ge=1)
+    min_confidence: float = Field(0.0, ge=0.0, le=1.0)  # below this a result is reported as no speech
+
+
+# ------------------------------------------------------------------------ recipe
+
+
+class Recipe(_Section):
+    name: str = Field("commands", pattern=r"^[A-Za-z0-9_.-]+$")
+    exp_dir: str = "exp"  # outputs go to exp_dir/name/
+    data: DataSettings = Field(default_factory=DataSettings)
+    features: FeatureSettings = Field(default_factory=FeatureSettings)
+    tokenizer: TokenizerSettings = Field(default_factory=TokenizerSettings)
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    train: TrainSettings = Field(default_factory=TrainSettings)
+    decode: DecodeSettings = Field(default_factory=DecodeSettings)
+    # Overrides applied when training runs on that device kind ("cpu" or "cuda"):
+    # dotted keys, e.g. {"cpu": {"model.d_model": 144, "data.size": 2000}}.
+    # This is how one recipe is small enough for a CPU demo and full size on a GPU.
+    device_profiles: dict[Literal["cpu", "cuda"], dict[str, Any]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check_frontend(self) -> Recipe:
+        if self.model.frontend == "none" and self.features.n_feats != self.model.d_model:
+            raise ValueError(
+                f"model.d_model: front-end 'none' feeds frames straight in, so it must equal "
+                f"the feature width {self.features.n_feats} (got {self.model.d_model})"
+            )
+        return self
+
+    # -- paths: the one place that knows the exp/ layout --
+    @property
+    def root(self) -> Path:
+        return Path(self.exp_dir) / self.name
+
+    @property
+    def data_dir(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def feats_dir(self) -> Path:
+        return self.root / "feats"
+
+    @property
+    def tokenizer_dir(self) -> Path:
+        return self.root / "tokenizer"
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.root / "checkpoints"
+
+    @property
+    def bundle_dir(self) -> Path:
+        return self.root / "model"
+
+    @property
+    def eval_dir(self) -> Path:
+        return self.root / "eval"
+
+    @property
+    def tb_dir(self) -> Path:
+        return self.root / "tb"
+
+    def for_device(self, kind: str) -> Recipe:
+        """The recipe with the `device_profiles` entry for `kind` ("cpu"/"cuda") applied."""
+        overrides = self.device_profiles.get(kind)  # type: ignore[call-overload]
+        if not overrides:
+            return self
+        raw = self.model_dump(mode="python")
+        for key, value in overrides.items():
+            _set_dotted(raw, key, value, origin=f"device_profiles.{kind}")
+        return _validate(raw, source=f"device_profiles.{kind}")
+
+
+DEFAULT_RECIPE = Path("recipes/commands.yaml")
+
+
+def load_recipe(path: str | Path = DEFAULT_RECIPE, overrides: list[str] | None = None) -> Recipe:
+    """Read, override (`key.path=value`, value parsed as YAML) and validate a recipe file."""
+    path = Path(path)
+    if not path.is_file():
+        raise RecipeError(f"{path}: no such recipe file")
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise RecipeError(f"{path}: not valid YAML{where}: {getattr(err, 'problem', err)}") from None
+    if not isinstance(raw, dict):
+        raise RecipeError(f"{path}: the recipe must be a mapping of sections, not {type(raw).__name__}")
+    raw.setdefault("name", path.stem)
+    for item in overrides or []:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise RecipeError(f"--set {item}: expected KEY=VALUE, e.g. model.d_model=192")
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError:
+            value = text
+        _set_dotted(raw, key.strip(), value, origin=f"--set {key.strip()}")
+    return _validate(raw, source=str(path))
+
+
+def recipe_from_dict(raw: dict[str, Any], source: str = "<dict>") -> Recipe:
+    """Validate a recipe given as a mapping (tests and library users)."""
+    return _validate(dict(raw), source=source)
+
+
+def _set_dotted(raw: dict[str, Any], key: str, value: Any, origin: str) -> None:
+    node = raw
+    parts = key.split(".")
+    for part in parts[:-1]:
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            raise RecipeError(f"{origin}: {part} is a setting, not a section")
+        node = child
+    node[parts[-1]] = value
+
+
+def _validate(raw: dict[str, Any], source: str) -> Recipe:
+    try:
+        return Recipe.model_validate(raw)
+    except ValidationError as err:
+        raise RecipeError(f"{source}: {_first_problem(err)}") from None
+
+
+def _first_problem(err: ValidationError) -> str:
+    problem = err.errors()[0]
+    loc = [str(p) for p in problem["loc"]]
+    path = ".".join(loc)
+    if problem["type"] == "extra_forbidden":
+        hint = _suggest(loc)
+        return f"{path}: unknown key{hint}"
+    message = problem["msg"]
+    if message.startswith("Value error, "):
+        # our own validators already name their key path
+        return message.removeprefix("Value error, ")
+    return f"{path}: {message[0].lower()}{message[1:]} (got {problem.get('input')!r})" if path else message
+
+
+def _suggest(loc: list[str]) -> str:
+    """', did you mean model.heads?' for an unknown key close to a real one."""
+    model: type[BaseModel] = Recipe
+    for part in loc[:-1]:
+        field = model.model_fields.get(part)
+        annotation = getattr(field, "annotation", None)
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return ""
+        model = annotation
+    close = difflib.get_close_matches(loc[-1], list(model.model_fields), n=1)
+    return f", did you mean {'.'.join([*loc[:-1], close[0]])}?" if close else ""
