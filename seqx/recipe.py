@@ -316,7 +316,14 @@ def recipe_from_dict(raw: dict[str, Any], source: str = "<dict>") -> Recipe:
 def _set_dotted(raw: dict[str, Any], key: str, value: Any, origin: str) -> None:
     node = raw
     parts = key.split(".")
+    section: type[BaseModel] | None = Recipe
     for part in parts[:-1]:
+        field = section.model_fields.get(part) if section is not None else None
+        annotation = getattr(field, "annotation", None)
+        if field is not None and not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            if not str(annotation).startswith("dict"):
+                raise RecipeError(f"{origin}: {part} is a setting, not a section")
+        section = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
         child = node.get(part)
         if child is None:
             child = node[part] = {}
