@@ -1,0 +1,143 @@
+"""`seqx transcribe` and `seqx evaluate`: parse, call the decode library, print."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import torch
+import typer
+from rich.table import Table
+
+from seqx.cli.app import RECIPE_HELP, SET_HELP, RichReporter, app, console, out
+from seqx.errors import SeqxError
+from seqx.recipe import DEFAULT_RECIPE, DecodeSettings, load_recipe
+
+ModelOpt = Annotated[
+    Optional[Path],
+    typer.Option("--model", "-m", help="Model bundle folder (default: the one `seqx train recipes/commands.yaml` wrote)."),
+]
+BeamOpt = Annotated[Optional[int], typer.Option("--beam", "-b", min=1, max=256, help="Beam size (default: the bundle's).")]
+GreedyOpt = Annotated[bool, typer.Option("--greedy", help="Greedy search (same as --beam 1).")]
+CtcOpt = Annotated[
+    Optional[float], typer.Option("--ctc-weight", min=0.0, max=1.0, help="Weight of CTC prefix scores in beam search.")
+]
+DeviceOpt = Annotated[str, typer.Option("--device", help="cpu, cuda, or auto (cuda when present).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
+
+
+def _device(name: str) -> str:
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise SeqxError(f"--device {name}: no CUDA device is available")
+    return name
+
+
+def _bundle(model: Path | None, device: str):  # noqa: ANN202 (Bundle import is lazy)
+    from seqx.model.bundle import load_bundle
+
+    folder = model or load_recipe(DEFAULT_RECIPE).bundle_dir
+    if not (folder / "config.json").is_file():
+        hint = "" if model else f": run `seqx train {DEFAULT_RECIPE}` first, or pass --model DIR"
+        raise SeqxError(f"{folder}: no trained model bundle here{hint}")
+    return load_bundle(folder, device=_device(device))
+
+
+def _settings(base: DecodeSettings, beam: int | None, greedy: bool, nbest: int | None, ctc: float | None) -> DecodeSettings:
+    changes: dict[str, object] = {}
+    if greedy:
+        changes["beam"] = 1
+    elif beam is not None:
+        changes["beam"] = beam
+    if nbest is not None:
+        changes["nbest"] = nbest
+        changes["beam"] = max(int(changes.get("beam", base.beam)), nbest)
+    if ctc is not None:
+        changes["ctc_weight"] = ctc
+    return DecodeSettings.model_validate({**base.model_dump(), **changes})
+
+
+@app.command()
+def transcribe(
+    files: Annotated[list[str], typer.Argument(help="Audio files, folders of them, or - to read paths from stdin.")],
+    model: ModelOpt = None,
+    beam: BeamOpt = None,
+    greedy: GreedyOpt = False,
+    nbest: Annotated[Optional[int], typer.Option("--nbest", "-n", min=1, max=256, help="Return the K best.")] = None,
+    ctc_weight: CtcOpt = None,
+    device: DeviceOpt = "auto",
+    json_out: JsonOpt = False,
+) -> None:
+    """Transcribe audio files (wav/flac/ogg/mp3, any rate and channel count): one line per file."""
+    from seqx.decode.transcribe import expand_inputs, transcribe_files
+
+    items = [line.strip() for line in sys.stdin if line.strip()] if files == ["-"] else files
+    paths = expand_inputs(items)
+    if not paths:
+        raise SeqxError("no audio files given (folders are searched for .wav/.flac/.ogg/.mp3)")
+    bundle = _bundle(model, device)
+    settings = _settings(bundle.decode, beam, greedy, nbest, ctc_weight)
+    with RichReporter() as reporter:
+        results = transcribe_files(bundle, paths, settings, reporter=reporter)
+    if json_out:
+        out.print_json(json.dumps([r.to_json() for r in results]))
+    else:
+        for result in results:
+            if result.error:
+                console.print(f"[bold red]error:[/] {result.path}: {result.error}", highlight=False)
+            elif len(paths) == 1 and (nbest or 1) == 1:
+                out.print(result.text, highlight=False)
+            else:
+                out.print(f"{result.path}\t{result.text}", highlight=False)
+                for alt in result.nbest[1:]:
+                    out.print(f"  {alt['score']:.3f}\t{alt['text']}", highlight=False)
+    if any(r.error for r in results):
+        raise typer.Exit(1)
+
+
+@app.command()
+def evaluate(
+    recipe: Annotated[Path, typer.Argument(help=RECIPE_HELP)] = DEFAULT_RECIPE,
+    split: Annotated[str, typer.Option("--split", help="Which split to score.")] = "test",
+    model: ModelOpt = None,
+    beam: BeamOpt = None,
+    greedy: GreedyOpt = False,
+    ctc_weight: CtcOpt = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="Score only the first N utterances.")] = None,
+    tag: Annotated[str, typer.Option("--tag", help="Suffix for the files under exp/NAME/eval/.")] = "",
+    device: DeviceOpt = "auto",
+    overrides: Annotated[Optional[list[str]], typer.Option("--set", help=SET_HELP)] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """WER, CER, sentence accuracy and real-time factor on a split (test by default)."""
+    from seqx.decode.evaluate import evaluate as run_evaluate
+
+    loaded = load_recipe(recipe, overrides)
+    bundle = _bundle(model or loaded.bundle_dir, device)
+    settings = _settings(bundle.decode, beam, greedy, None, ctc_weight)
+    with RichReporter() as reporter:
+        report = run_evaluate(loaded, bundle, settings, split=split, reporter=reporter, limit=limit, tag=tag)
+    if json_out:
+        out.print_json(json.dumps(report.to_json()))
+        return
+    search = "greedy" if settings.beam == 1 else f"beam {settings.beam}, ctc {settings.ctc_weight:g}"
+    table = Table(title=f"{loaded.name} / {split} ({search})")
+    for column in ("subset", "utterances", "WER %", "CER %", "sentence acc %"):
+        table.add_column(column, justify="left" if column == "subset" else "right")
+    for name, scores in [("all", report.overall), *report.subsets.items()]:
+        table.add_row(
+            name,
+            str(scores.utterances),
+            f"{100 * scores.wer:.2f}",
+            f"{100 * scores.cer:.2f}",
+            f"{100 * scores.sentence_accuracy:.1f}",
+        )
+    out.print(table)
+    out.print(
+        f"real-time factor {report.rtf:.4f} ({report.audio_seconds:.0f} s of audio); "
+        f"failed files {report.failed}; details {report.details_path}",
+        highlight=False,
+    )

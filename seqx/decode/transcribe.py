@@ -1,0 +1,153 @@
+"""Files in, text out: load, featurize, batch by length, search, detokenize.
+
+The bundle carries everything decoding needs (features, CMVN, tokenizer, model),
+so this module never looks at a recipe. Files are sorted by length before
+batching so a batch pads little; results come back in the caller's order. A file
+that cannot be read yields a `Result` with `error` set and the rest go on.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+from seqx.errors import AudioError
+from seqx.featurize.audio import load_audio
+from seqx.model.bundle import Bundle
+from seqx.model.search import Hypothesis, beam_search, greedy_search
+from seqx.recipe import DecodeSettings
+from seqx.report import Collect, Reporter
+
+AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".mp3", ".m4a", ".opus", ".aiff", ".aif")
+
+
+@dataclass
+class Result:
+    """One file's transcription; `text` is empty when nothing was said (or the file failed)."""
+
+    path: str
+    text: str = ""
+    score: float = 0.0
+    confidence: float = 0.0
+    no_speech: bool = False
+    nbest: list[dict[str, float | str]] = field(default_factory=list)
+    duration: float = 0.0
+    decode_seconds: float = 0.0
+    error: str | None = None
+
+    @property
+    def rtf(self) -> float:
+        """Real-time factor: seconds of compute per second of audio (lower is faster)."""
+        return self.decode_seconds / self.duration if self.duration else 0.0
+
+    def to_json(self) -> dict[str, object]:
+        return {**asdict(self), "rtf": self.rtf}
+
+
+def expand_inputs(items: list[str]) -> list[str]:
+    """Files as given, directories as the audio files inside them (sorted)."""
+    paths: list[str] = []
+    for item in items:
+        path = Path(item)
+        if path.is_dir():
+            paths.extend(str(p) for p in sorted(path.rglob("*")) if p.suffix.lower() in AUDIO_SUFFIXES)
+        else:
+            paths.append(item)
+    return paths
+
+
+def search(
+    bundle: Bundle, feats: list[torch.Tensor], settings: DecodeSettings, use_cache: bool = True
+) -> list[list[Hypothesis]]:
+    """n-best hypotheses for a batch of (already normalized) feature matrices."""
+    device = next(bundle.model.parameters()).device
+    lengths = torch.tensor([f.shape[0] for f in feats], device=device)
+    batch = torch.nn.utils.rnn.pad_sequence(feats, batch_first=True).to(device)
+    with torch.inference_mode(), _autocast(device):
+        memory, mem_lens = bundle.model.encode(batch, lengths)
+        # An output can be no longer than the encoder input allows (and never past max_len):
+        # this is what stops a runaway hypothesis on a short clip.
+        max_len = torch.clamp((mem_lens.float() * settings.max_len_ratio).ceil().long() + 2, max=settings.max_len)
+        if settings.beam == 1 and settings.nbest == 1:
+            return [[h] for h in greedy_search(bundle.model, memory, mem_lens, max_len, use_cache=use_cache)]
+        ctc_weight = settings.ctc_weight if bundle.dims.ctc else 0.0
+        return beam_search(
+            bundle.model,
+            memory,
+            mem_lens,
+            beam=settings.beam,
+            nbest=settings.nbest,
+            ctc_weight=ctc_weight,
+            length_penalty=settings.length_penalty,
+            max_len=max_len,
+            use_cache=use_cache,
+        )
+
+
+def featurize(bundle: Bundle, wave: torch.Tensor) -> torch.Tensor:
+    """Raw waveform -> CMVN-normalized feature frames, exactly as in training."""
+    with torch.inference_mode():
+        return bundle.cmvn(bundle.extractor(wave)).float()
+
+
+def transcribe_files(
+    bundle: Bundle,
+    paths: list[str],
+    settings: DecodeSettings,
+    reporter: Reporter | None = None,
+    use_cache: bool = True,
+) -> list[Result]:
+    """Transcribe every path; unreadable files come back with `error` set, in input order."""
+    reporter = reporter or Collect()
+    results = [Result(path=p) for p in paths]
+    loaded: list[tuple[int, torch.Tensor, float]] = []  # (index, features, load+featurize seconds)
+    task = reporter.task("transcribe", total=len(paths), unit="file")
+    for index, path in enumerate(paths):
+        start = time.perf_counter()
+        try:
+            wave = load_audio(path, bundle.sample_rate)
+        except AudioError as err:
+            results[index].error = err.problem
+            reporter.warn(str(err))
+            task.advance(1)
+            continue
+        results[index].duration = wave.numel() / bundle.sample_rate
+        loaded.append((index, featurize(bundle, wave), time.perf_counter() - start))
+    loaded.sort(key=lambda item: item[1].shape[0])
+    for first in range(0, len(loaded), settings.batch_size):
+        chunk = loaded[first : first + settings.batch_size]
+        start = time.perf_counter()
+        nbests = search(bundle, [feats for _, feats, _ in chunk], settings, use_cache=use_cache)
+        batch_seconds = time.perf_counter() - start
+        batch_audio = sum(results[i].duration for i, _, _ in chunk) or 1.0
+        for (index, _, prep_seconds), hyps in zip(chunk, nbests, strict=True):
+            result = results[index]
+            # the batch's search time is shared in proportion to each file's audio length
+            result.decode_seconds = prep_seconds + batch_seconds * result.duration / batch_audio
+            _fill(result, hyps, bundle, settings)
+        task.advance(len(chunk))
+    task.close()
+    return results
+
+
+def _fill(result: Result, hyps: list[Hypothesis], bundle: Bundle, settings: DecodeSettings) -> None:
+    texts = [bundle.tokenizer.decode(h.tokens) for h in hyps]
+    result.nbest = [{"text": t, "score": h.score, "confidence": h.confidence} for t, h in zip(texts, hyps)]
+    best = hyps[0] if hyps else None
+    if best is None:
+        result.no_speech = True
+        return
+    result.score = float(best.score)
+    result.confidence = float(best.confidence) if math.isfinite(best.confidence) else 0.0
+    result.text = texts[0]
+    if not result.text or result.confidence < settings.min_confidence:
+        result.text, result.no_speech = "", True
+
+
+def _autocast(device: torch.device) -> torch.autocast:
+    # bf16 on a GPU halves memory traffic; on the CPU autocast stays off (fp32 is faster there)
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
