@@ -1,0 +1,107 @@
+"""Decoding speed: real-time factor of greedy and beam search, cached vs uncached, batched vs one at a time.
+
+Usage:
+    python bench/decode.py [RECIPE] [--model DIR] [--files N] [--device cpu] [--json]
+
+It decodes the first N files of the recipe's test split with the trained bundle
+(default: the one `seqx train RECIPE` wrote) in several ways, all in one run so
+that the ratios compare like with like on a noisy machine:
+
+    greedy            batched, cached
+    beam 4            batched, cached
+    beam 8            batched, cached          <- the configuration users run
+    beam 8            one at a time, uncached   <- the naive baseline
+    beam 8            batched, uncached
+    beam 8            one at a time, cached
+
+RTF = (reading + featurizing + searching seconds) / audio seconds. Targets
+(issue 5): beam 8 batched+cached >= 5x faster than uncached one at a time, and
+RTF <= 0.02 on the 2-core CPU machine. Each configuration also reports its WER
+so that a fast but wrong search would show.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from seqx.data.manifest import read_manifest  # noqa: E402
+from seqx.decode.metrics import score_pairs  # noqa: E402
+from seqx.decode.transcribe import transcribe_files  # noqa: E402
+from seqx.model.bundle import load_bundle  # noqa: E402
+from seqx.recipe import DEFAULT_RECIPE, DecodeSettings, load_recipe  # noqa: E402
+from seqx.tokenize.text import normalize_text  # noqa: E402
+
+CONFIGS = [  # (name, beam, batched, cached)
+    ("greedy", 1, True, True),
+    ("beam 4", 4, True, True),
+    ("beam 8", 8, True, True),
+    ("beam 8 batched uncached", 8, True, False),
+    ("beam 8 one-at-a-time cached", 8, False, True),
+    ("beam 8 one-at-a-time uncached", 8, False, False),
+]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("recipe", nargs="?", default=str(DEFAULT_RECIPE))
+    parser.add_argument("--model", type=Path, default=None)
+    parser.add_argument("--files", type=int, default=64)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0 = leave as is)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    recipe = load_recipe(args.recipe)
+    bundle = load_bundle(args.model or recipe.bundle_dir, device=args.device)
+    utts = read_manifest(recipe.data_dir / "test.jsonl")[: args.files]
+    paths = [u.audio for u in utts]
+    refs = [normalize_text(u.text, bundle.tokenizer.settings) for u in utts]
+    audio_seconds = sum(u.duration for u in utts)
+
+    transcribe_files(bundle, paths[:4], bundle.decode)  # warm-up: allocator, kernels, file cache
+    rows = []
+    for name, beam, batched, cached in CONFIGS:
+        settings = DecodeSettings.model_validate(
+            {**bundle.decode.model_dump(), "beam": beam, "nbest": 1, "batch_size": 32 if batched else 1}
+        )
+        start = time.perf_counter()
+        results = transcribe_files(bundle, paths, settings, use_cache=cached)
+        seconds = time.perf_counter() - start
+        wer = score_pairs(refs, [r.text for r in results]).wer
+        rows.append({"config": name, "seconds": seconds, "rtf": seconds / audio_seconds, "wer": wer})
+    baseline = next(r for r in rows if r["config"] == "beam 8 one-at-a-time uncached")["seconds"]
+    for row in rows:
+        row["speedup_vs_naive"] = baseline / row["seconds"]
+
+    summary = {
+        "files": len(paths),
+        "audio_seconds": audio_seconds,
+        "device": args.device,
+        "threads": torch.get_num_threads(),
+        "model": str(args.model or recipe.bundle_dir),
+        "rows": rows,
+    }
+    if args.json:
+        print(json.dumps(summary, indent=1))
+        return
+    print(f"{len(paths)} files, {audio_seconds:.1f} s of audio, device {args.device}, {torch.get_num_threads()} threads")
+    print(f"{'config':32s} {'seconds':>8s} {'RTF':>8s} {'x naive':>8s} {'WER %':>7s}")
+    for row in rows:
+        print(
+            f"{row['config']:32s} {row['seconds']:8.2f} {row['rtf']:8.4f} "
+            f"{row['speedup_vs_naive']:8.1f} {100 * row['wer']:7.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
