@@ -1,0 +1,75 @@
+"""Masks from integer lengths and the one multi-head attention module (self and cross).
+
+Boolean masks follow `scaled_dot_product_attention`: True = may attend. They are
+shaped (B, 1, T_q, T_k) (broadcast over heads), which the math, memory-efficient and
+cuDNN kernels all accept on CPU and CUDA. Every query row keeps at least one key
+(lengths are clamped to >= 1 and the causal mask always allows position 0), so no
+row is fully masked and no NaN appears, not even in padded query rows.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from seqx.model.cache import AttentionCache
+
+
+def make_pad_mask(lens: Tensor, max_len: int | None = None) -> Tensor:
+    """(B, T) True at padded positions (icefall's convention), from integer lengths (B,)."""
+    max_len = int(lens.max()) if max_len is None else max_len
+    return torch.arange(max_len, device=lens.device)[None, :] >= lens[:, None]
+
+
+def key_mask(lens: Tensor, max_len: int) -> Tensor:
+    """(B, 1, 1, S) True where the key is real; padded keys are hidden from every query."""
+    return (~make_pad_mask(lens.clamp(min=1), max_len))[:, None, None, :]
+
+
+def causal_mask(size: int, device: torch.device | None = None) -> Tensor:
+    """(1, 1, U, U) lower-triangular: position u sees positions <= u (the future never changes the past)."""
+    return torch.ones(size, size, dtype=torch.bool, device=device).tril()[None, None]
+
+
+class MultiHeadAttention(nn.Module):
+    """softmax(Q K^T / sqrt(d_k)) V per head, heads concatenated and projected.
+
+    forward(x (B, T, D), xa (B, S, D) | None, mask (B|1, 1, T, S) bool | None, cache) -> (B, T, D).
+    Self-attention when `xa` is None. With a cache, self-attention appends this call's
+    keys/values to the cache (x holds only the new positions) and cross-attention
+    projects `xa` once and reuses it on every later call.
+    """
+
+    def __init__(self, d_model: int, heads: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        assert d_model % heads == 0
+        self.heads = heads
+        self.dropout = dropout
+        self.query = nn.Linear(d_model, d_model)
+        self.key = nn.Linear(d_model, d_model)
+        self.value = nn.Linear(d_model, d_model)
+        self.out = nn.Linear(d_model, d_model)
+
+    def _split(self, x: Tensor) -> Tensor:
+        B, T, D = x.shape
+        return x.view(B, T, self.heads, D // self.heads).transpose(1, 2)  # (B, H, T, dh)
+
+    def forward(
+        self, x: Tensor, xa: Tensor | None = None, mask: Tensor | None = None, cache: AttentionCache | None = None
+    ) -> Tensor:
+        q = self._split(self.query(x))  # (B, H, T, dh)
+        if xa is None:  # self-attention: keys/values grow with the sequence
+            k, v = self._split(self.key(x)), self._split(self.value(x))  # (B, H, T, dh)
+            if cache is not None:
+                k, v = cache.append(k, v)  # (B, H, T_past + T, dh)
+        elif cache is not None and cache.k is not None:  # cross-attention, projected once per utterance
+            k, v = cache.k, cache.v
+        else:
+            k, v = self._split(self.key(xa)), self._split(self.value(xa))  # (B, H, S, dh)
+            if cache is not None:
+                cache.k, cache.v = k, v
+        p = self.dropout if self.training else 0.0
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, H, T, dh)
+        B, H, T, dh = y.shape
+        return self.out(y.transpose(1, 2).reshape(B, T, H * dh))  # (B, T, D)

@@ -1,0 +1,58 @@
+"""The joint CTC/attention training loss."""
+
+from __future__ import annotations
+
+import torch.nn.functional as F
+from torch import Tensor
+
+from seqx.model.attention import make_pad_mask
+from seqx.model.dims import ModelDimensions
+from seqx.model.transformer import ModelOutput
+
+
+def joint_loss(
+    output: ModelOutput,
+    targets: Tensor,
+    target_lens: Tensor,
+    dims: ModelDimensions,
+    ctc_weight: float,
+    label_smoothing: float,
+) -> tuple[Tensor, dict[str, float]]:
+    """(1 - w) * CE + w * CTC, both per target token.
+
+    targets (B, U) = y + [eos], padded with anything; target_lens (B,) counts the eos.
+    CE: label-smoothed cross-entropy summed over real target tokens / their number.
+    CTC: -log p(y | x) (targets without eos; length 0 is legal) summed over the batch and
+    divided by the same token count, so both terms share one scale and an empty
+    transcript never divides by zero. zero_infinity drops impossible alignments.
+    Returns the loss and its parts as floats: {"loss", "ce", "ctc"}.
+    """
+    logits = output.logits.float()  # (B, U, V); the loss in fp32 even under bf16 autocast
+    U = logits.shape[1]
+    pad = make_pad_mask(target_lens, U)  # (B, U)
+    tokens = target_lens.sum().clamp(min=1)
+    ce = F.cross_entropy(
+        logits.transpose(1, 2), targets[:, :U].masked_fill(pad, -100), ignore_index=-100,
+        label_smoothing=label_smoothing, reduction="sum",
+    ) / tokens
+    parts = {"ce": ce.item()}
+    loss = ce
+    if ctc_weight > 0 and output.ctc_logprobs is not None:
+        ctc_lens = (target_lens - 1).clamp(min=0)  # drop the eos
+        ctc_targets = targets[:, : max(int(ctc_lens.max()), 1)].masked_fill(make_pad_mask(ctc_lens, max(int(ctc_lens.max()), 1)), 0)
+        ctc = F.ctc_loss(
+            output.ctc_logprobs.float().transpose(0, 1),  # (S, B, V)
+            ctc_targets,
+            output.mem_lens,
+            ctc_lens,
+            blank=dims.blank_id,
+            reduction="sum",
+            zero_infinity=True,
+        ) / tokens
+        parts["ctc"] = ctc.item()
+        loss = (1 - ctc_weight) * ce + ctc_weight * ctc
+    parts["loss"] = loss.item()
+    return loss, parts
+
+
+__all__ = ["joint_loss"]
