@@ -34,7 +34,7 @@ class Result:
     score: float = 0.0
     confidence: float = 0.0
     no_speech: bool = False
-    nbest: list[dict[str, float | str]] = field(default_factory=list)
+    nbest: list[dict[str, float | str | bool]] = field(default_factory=list)
     duration: float = 0.0
     decode_seconds: float = 0.0
     error: str | None = None
@@ -136,7 +136,9 @@ def transcribe_files(
 
 def _fill(result: Result, hyps: list[Hypothesis], bundle: Bundle, settings: DecodeSettings) -> None:
     texts = [bundle.tokenizer.decode(h.tokens) for h in hyps]
-    result.nbest = [{"text": t, "score": h.score, "confidence": h.confidence} for t, h in zip(texts, hyps)]
+    result.nbest = [
+        {"text": t, "score": h.score, "confidence": h.confidence, "flagged": h.flagged} for t, h in zip(texts, hyps)
+    ]
     best = hyps[0] if hyps else None
     if best is None:
         result.no_speech = True
@@ -144,7 +146,8 @@ def _fill(result: Result, hyps: list[Hypothesis], bundle: Bundle, settings: Deco
     result.score = float(best.score)
     result.confidence = float(best.confidence) if math.isfinite(best.confidence) else 0.0
     result.text = texts[0]
-    if not result.text or result.confidence < settings.min_confidence:
+    # a looping or runaway hypothesis (flagged by the search) is never passed off as a command
+    if not result.text or best.flagged or result.confidence < settings.min_confidence:
         result.text, result.no_speech = "", True
 
 
