@@ -80,6 +80,8 @@ class CTCPrefixScorer:
         psi = torch.logsumexp(torch.cat([emit, r[start - 1, 0][None]], dim=0), dim=0)  # (N, C)
         return psi, r
 
-    def select(self, state: CTCPrefixState, r: Tensor, psi: Tensor, rows: Tensor, pos: Tensor, tokens: Tensor) -> CTCPrefixState:
+    def select(
+        self, state: CTCPrefixState, r: Tensor, psi: Tensor, rows: Tensor, pos: Tensor, tokens: Tensor
+    ) -> CTCPrefixState:
         """New hypothesis i = old row rows[i] extended by its candidate number pos[i] (token tokens[i])."""
         return CTCPrefixState(r[:, :, rows, pos], psi[rows, pos], tokens, state.length + 1)

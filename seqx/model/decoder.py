@@ -30,6 +30,16 @@ class Decoder(nn.Module):
         if dims.tie_embeddings:
             self.output.weight = self.embed.weight
 
+    def fill_cross(self, cache: DecodeCache, memory: Tensor, repeat: int = 1) -> None:
+        """Project memory (B, S, D) to every layer's cross-attention K/V once, then copy each row
+        `repeat` times (beams): cheaper than projecting B * beam identical rows."""
+        for block, slot in zip(self.blocks, cache.cross_attn, strict=True):
+            attn = block.cross_attn
+            assert attn is not None
+            k = attn._split(attn.key(memory)).repeat_interleave(repeat, dim=0)  # (B * repeat, H, S, dh)
+            v = attn._split(attn.value(memory)).repeat_interleave(repeat, dim=0)
+            slot.k, slot.v = k, v
+
     def forward(
         self,
         tokens: Tensor,

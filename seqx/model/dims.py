@@ -51,7 +51,8 @@ class ModelDimensions:
             )
         for name in ("pad_id", "bos_id", "eos_id", "blank_id"):
             if not 0 <= getattr(self, name) < self.vocab_size:
-                raise SeqxError(f"tokenizer: {name} {getattr(self, name)} is outside the vocabulary ({self.vocab_size})")
+                value = getattr(self, name)
+                raise SeqxError(f"tokenizer: {name} {value} is outside the vocabulary ({self.vocab_size})")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -29,7 +29,8 @@ class Encoder(nn.Module):
         x, lens = self.frontend(feats, lens)  # (B, S, D)
         S = x.shape[1]
         if S > self.positions.shape[0]:
-            raise SeqxError(f"input of {S} frames (after the front-end) exceeds model.max_positions {self.positions.shape[0]}")
+            limit = self.positions.shape[0]
+            raise SeqxError(f"input of {S} frames (after the front-end) exceeds model.max_positions {limit}")
         x = self.drop(x + self.positions[:S].to(x.dtype))
         mask = key_mask(lens, S)  # (B, 1, 1, S)
         for block in self.blocks:

@@ -39,7 +39,8 @@ def joint_loss(
     loss = ce
     if ctc_weight > 0 and output.ctc_logprobs is not None:
         ctc_lens = (target_lens - 1).clamp(min=0)  # drop the eos
-        ctc_targets = targets[:, : max(int(ctc_lens.max()), 1)].masked_fill(make_pad_mask(ctc_lens, max(int(ctc_lens.max()), 1)), 0)
+        width = max(int(ctc_lens.max()), 1)
+        ctc_targets = targets[:, :width].masked_fill(make_pad_mask(ctc_lens, width), 0)  # (B, L)
         ctc = F.ctc_loss(
             output.ctc_logprobs.float().transpose(0, 1),  # (S, B, V)
             ctc_targets,

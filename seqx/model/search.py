@@ -168,7 +168,7 @@ def beam_search(
     banned = _banned(model)
     mem = memory.repeat_interleave(K, dim=0)  # (N, S, D): beams of an utterance are adjacent rows
     lens = mem_lens.repeat_interleave(K, dim=0)
-    cache = model.new_cache() if use_cache else None
+    cache = model.new_cache(memory, repeat=K) if use_cache else None  # cross K/V once per utterance
     scorer = state = None
     eos_id = torch.tensor([dims.eos_id], device=device)
     if ctc_weight > 0:

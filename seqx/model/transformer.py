@@ -25,7 +25,8 @@ class Seq2SeqTransformer(nn.Module):
     >>> import torch
     >>> dims = ModelDimensions(n_feats=8, vocab_size=10, d_model=16, heads=2, enc_layers=1, dec_layers=1, d_ff=32)
     >>> model = Seq2SeqTransformer(dims)
-    >>> out = model(torch.randn(2, 30, 8), torch.tensor([30, 20]), torch.ones(2, 5, dtype=torch.long), torch.tensor([5, 3]))
+    >>> tokens = torch.ones(2, 5, dtype=torch.long)
+    >>> out = model(torch.randn(2, 30, 8), torch.tensor([30, 20]), tokens, torch.tensor([5, 3]))
     >>> tuple(out.logits.shape), out.mem_lens.tolist()
     ((2, 5, 10), [6, 4])
     """
@@ -57,8 +58,12 @@ class Seq2SeqTransformer(nn.Module):
         """tokens (B, U) -> logits (B, U, V); with a cache pass only the tokens it has not seen."""
         return self.decoder(tokens, memory, mem_lens, cache, token_lens)
 
-    def new_cache(self) -> DecodeCache:
-        return DecodeCache(self.dims.dec_layers)
+    def new_cache(self, memory: Tensor | None = None, repeat: int = 1) -> DecodeCache:
+        """An empty cache; given memory (B, S, D), its cross-attention K/V are filled for B * repeat rows."""
+        cache = DecodeCache(self.dims.dec_layers)
+        if memory is not None:
+            self.decoder.fill_cross(cache, memory, repeat)
+        return cache
 
     def ctc_logprobs(self, memory: Tensor) -> Tensor:
         """memory (B, S, D) -> (B, S, V) float32 log-probabilities of the CTC head."""
