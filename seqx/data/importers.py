@@ -1,0 +1,149 @@
+"""Existing data in the layouts people have: JSONL/CSV/TSV manifests, Kaldi dirs, folders of audio + .txt.
+
+Each importer yields (id, audio path, transcript, speaker) rows; `check_rows`
+then reads each file's header for its duration (no decoding) and skips, with a
+reason, what cannot be used: a missing, unreadable, empty or silent file, an
+empty transcript, or one longer than data.max_duration. One bad utterance never
+stops the stage.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+from seqx.data.manifest import Utterance
+from seqx.errors import SeqxError
+from seqx.recipe import ManifestSettings
+
+Row = tuple[str, str, str, str]  # id, audio, text, speaker
+AUDIO_SUFFIXES = {".wav", ".flac", ".ogg", ".mp3", ".opus", ".aiff", ".aif"}
+
+
+def detect_format(path: Path, declared: str) -> str:
+    if declared != "auto":
+        return declared
+    if path.is_dir():
+        return "kaldi" if (path / "wav.scp").is_file() else "folder"
+    suffix = path.suffix.lower().lstrip(".")
+    if suffix in ("jsonl", "csv", "tsv"):
+        return suffix
+    raise SeqxError(f"{path}: cannot tell the manifest format; set data.manifest.format")
+
+
+def read_rows(path: Path, settings: ManifestSettings) -> list[Row]:
+    if not path.exists():
+        raise SeqxError(f"{path}: no such manifest, Kaldi dir or folder")
+    fmt = detect_format(path, settings.format)
+    reader = {"jsonl": _jsonl, "csv": _table, "tsv": _table, "kaldi": _kaldi, "folder": _folder}[fmt]
+    return reader(path, settings)
+
+
+def _resolve(base: Path, audio: str) -> str:
+    p = Path(audio).expanduser()
+    return str(p if p.is_absolute() else (base / p).resolve())
+
+
+def _jsonl(path: Path, settings: ManifestSettings) -> list[Row]:
+    rows = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+            audio = raw[settings.audio_column]
+        except (ValueError, KeyError):
+            raise SeqxError(f"{path}:{number}: expected JSON with a '{settings.audio_column}' key") from None
+        utt_id = str(raw.get("id") or Path(audio).stem)
+        rows.append((utt_id, _resolve(path.parent, audio), str(raw.get(settings.text_column) or ""), str(raw.get("speaker", ""))))
+    return rows
+
+
+def _table(path: Path, settings: ManifestSettings) -> list[Row]:
+    delimiter = "\t" if path.suffix.lower() == ".tsv" or settings.format == "tsv" else ","
+    with path.open(newline="") as handle:
+        reader = csv.DictReader(handle, delimiter=delimiter)
+        fields = reader.fieldnames or []
+        if settings.audio_column not in fields:
+            raise SeqxError(f"{path}: no '{settings.audio_column}' column (columns: {', '.join(fields)})")
+        rows = []
+        for raw in reader:
+            audio = raw[settings.audio_column]
+            utt_id = raw.get("id") or Path(audio).stem
+            text = raw.get(settings.text_column) or ""
+            rows.append((utt_id, _resolve(path.parent, audio), text, raw.get("speaker") or ""))
+    return rows
+
+
+def _kaldi(path: Path, settings: ManifestSettings) -> list[Row]:
+    def table(name: str) -> dict[str, str]:
+        file = path / name
+        if not file.is_file():
+            return {}
+        entries = {}
+        for line in file.read_text().splitlines():
+            key, _, value = line.strip().partition(" ")
+            if key:
+                entries[key] = value.strip()
+        return entries
+
+    wavs, texts, speakers = table("wav.scp"), table("text"), table("utt2spk")
+    rows = []
+    for utt_id, audio in wavs.items():
+        # piped commands ("sox x.flac -t wav - |") are left to Kaldi; we read files only
+        audio = "|" + audio if audio.endswith("|") else audio
+        rows.append((utt_id, audio if audio.startswith("|") else _resolve(path, audio), texts.get(utt_id, ""), speakers.get(utt_id, "")))
+    return rows
+
+
+def _folder(path: Path, settings: ManifestSettings) -> list[Row]:
+    rows = []
+    for audio in sorted(p for p in path.rglob("*") if p.suffix.lower() in AUDIO_SUFFIXES):
+        transcript = audio.with_suffix(".txt")
+        text = transcript.read_text().strip() if transcript.is_file() else ""
+        rows.append((audio.stem, str(audio.resolve()), text, audio.parent.name))
+    return rows
+
+
+def check_rows(rows: list[Row], max_duration: float) -> tuple[list[Utterance], list[tuple[str, str]]]:
+    """Usable utterances and (what, reason) for each skipped one."""
+    kept: list[Utterance] = []
+    skipped: list[tuple[str, str]] = []
+    for utt_id, audio, text, speaker in rows:
+        problem, duration = _problem(audio, text, max_duration)
+        if problem:
+            skipped.append((audio, problem))
+        else:
+            kept.append(Utterance(utt_id, audio, " ".join(text.split()), round(duration, 4), speaker or utt_id))
+    return kept, skipped
+
+
+def _problem(audio: str, text: str, max_duration: float) -> tuple[str | None, float]:
+    if audio.startswith("|"):
+        return "piped wav.scp command (convert the audio to files first)", 0.0
+    if not Path(audio).is_file():
+        return "missing audio file", 0.0
+    if not text.strip():
+        return "empty transcript", 0.0
+    try:
+        info = sf.info(audio)
+        duration = info.frames / info.samplerate
+    except (RuntimeError, sf.LibsndfileError) as err:
+        return f"unreadable audio ({str(err).splitlines()[0][:80]})", 0.0
+    if info.frames == 0:
+        return "empty audio", 0.0
+    if duration > max_duration:
+        return f"longer than data.max_duration ({duration:.1f} s > {max_duration:g} s)", duration
+    try:
+        head = sf.read(audio, frames=min(info.frames, info.samplerate * 30), dtype="float32")[0]
+    except (RuntimeError, sf.LibsndfileError) as err:
+        return f"unreadable audio ({str(err).splitlines()[0][:80]})", 0.0
+    if not np.isfinite(head).all():
+        return "audio has NaN/inf samples", duration
+    if np.abs(head).max() == 0:
+        return "silent audio (all samples zero)", duration
+    return None, duration

@@ -1,0 +1,111 @@
+"""`seqx data`: write exp/NAME/data/{train,valid,test}.jsonl from the recipe's source, cached."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from seqx.data.importers import check_rows, read_rows
+from seqx.data.manifest import Utterance, read_manifest, write_manifest
+from seqx.data.synth import SPLITS, synthesize
+from seqx.errors import SeqxError
+from seqx.recipe import Recipe
+from seqx.report import Collect, Reporter
+from seqx.stage import fingerprint, is_fresh, mark_done
+
+STAGE_VERSION = 1  # bump when the stage's output changes for the same settings
+
+
+@dataclass
+class DataReport:
+    out_dir: str
+    fresh: bool  # True: nothing to do, the manifests were already up to date
+    counts: dict[str, int] = field(default_factory=dict)
+    hours: dict[str, float] = field(default_factory=dict)
+    speakers: dict[str, int] = field(default_factory=dict)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+def manifests_exist(recipe: Recipe) -> bool:
+    return all((recipe.data_dir / f"{s}.jsonl").is_file() for s in SPLITS)
+
+
+def _key(recipe: Recipe) -> str:
+    inputs = []
+    if recipe.data.source == "manifest":
+        m = recipe.data.manifest
+        inputs = [Path(p) for p in (m.train, m.valid, m.test) if p]
+    return fingerprint(STAGE_VERSION, recipe.data, inputs)
+
+
+def run_data_stage(recipe: Recipe, reporter: Reporter | None = None, force: bool = False) -> DataReport:
+    reporter = reporter or Collect()
+    out_dir = recipe.data_dir
+    key = _key(recipe)
+    if not force and is_fresh(out_dir, key) and manifests_exist(recipe):
+        manifests = {s: read_manifest(out_dir / f"{s}.jsonl") for s in SPLITS}
+        return _report(out_dir, True, manifests, [])
+    if recipe.data.source == "synth":
+        manifests, heldout, skipped = synthesize(recipe.data, out_dir, reporter)
+        (out_dir / "heldout_commands.txt").write_text("".join(c + "\n" for c in heldout))
+    else:
+        manifests, skipped = _import(recipe, reporter)
+    for split, utts in manifests.items():
+        if not utts:
+            raise SeqxError(f"{out_dir / split}.jsonl: no usable utterances for the {split} split")
+        write_manifest(out_dir / f"{split}.jsonl", utts)
+    mark_done(out_dir, key, skipped=len(skipped))
+    return _report(out_dir, False, manifests, skipped)
+
+
+def _import(recipe: Recipe, reporter: Reporter) -> tuple[dict[str, list[Utterance]], list[tuple[str, str]]]:
+    settings = recipe.data.manifest
+    if not settings.train:
+        raise SeqxError("data.manifest.train: required when data.source is manifest")
+    manifests: dict[str, list[Utterance]] = {}
+    skipped: list[tuple[str, str]] = []
+    for split in SPLITS:
+        source = getattr(settings, split)
+        if not source:
+            continue
+        rows = read_rows(Path(source), settings)
+        task = reporter.task(f"check {split}", total=len(rows), unit="utt")
+        kept, bad = check_rows(rows, recipe.data.max_duration)
+        task.advance(len(rows))
+        task.close()
+        for what, reason in bad:
+            reporter.warn(f"{what}: {reason}")
+        manifests[split], skipped = kept, skipped + bad
+    for split in ("valid", "test"):
+        if split not in manifests:  # carve it out of train by speaker, so no speaker is in both
+            manifests["train"], manifests[split] = _carve(manifests["train"], 0.05, recipe.data.seed + len(split))
+            reporter.info(f"data.manifest.{split} not set: {len(manifests[split])} utterances held out of train by speaker")
+    return {s: manifests[s] for s in SPLITS}, skipped
+
+
+def _carve(utts: list[Utterance], share: float, seed: int) -> tuple[list[Utterance], list[Utterance]]:
+    speakers = sorted({u.speaker for u in utts})
+    rng = np.random.default_rng(seed)
+    rng.shuffle(speakers)
+    want = max(1, round(len(utts) * share))
+    chosen: set[str] = set()
+    count = 0
+    for speaker in speakers[:-1] if len(speakers) > 1 else speakers:
+        if count >= want:
+            break
+        chosen.add(speaker)
+        count += sum(u.speaker == speaker for u in utts)
+    return [u for u in utts if u.speaker not in chosen], [u for u in utts if u.speaker in chosen]
+
+
+def _report(out_dir: Path, fresh: bool, manifests: dict[str, list[Utterance]], skipped: list[tuple[str, str]]) -> DataReport:
+    return DataReport(
+        out_dir=str(out_dir),
+        fresh=fresh,
+        counts={s: len(u) for s, u in manifests.items()},
+        hours={s: sum(x.duration for x in u) / 3600 for s, u in manifests.items()},
+        speakers={s: len({x.speaker for x in u}) for s, u in manifests.items()},
+        skipped=skipped,
+    )

@@ -1,0 +1,192 @@
+"""The synthetic voice-command corpus: real speech from espeak-ng / flite, with noise.
+
+The whole corpus is planned first, in one process, from the seed: which command,
+voice, rate, pitch, loudness, noise and padding each utterance gets. Workers then
+only render plans, each from its own seeded generator, so the audio is
+byte-identical for a seed whatever the number of workers or their scheduling.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+import soxr
+
+from seqx.data.grammar import expand_grammar
+from seqx.data.manifest import Utterance
+from seqx.data.noise import NOISE_KINDS, make_noise, mix_at_snr
+from seqx.data.voices import split_voices, voice_name
+from seqx.errors import SeqxError
+from seqx.recipe import DataSettings, Voice
+from seqx.report import Reporter
+
+SPLITS = ("train", "valid", "test")
+HELDOUT_SHARE_IN_EVAL = 0.3  # of valid/test utterances that say a command never heard in training
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything needed to render one utterance, decided up front."""
+
+    id: str
+    split: str
+    text: str
+    voice: Voice
+    rate: int
+    pitch: int
+    amplitude: int
+    snr_db: float | None  # None: no noise
+    noise_kind: str
+    lead_s: float
+    trail_s: float
+    seed: tuple[int, int]
+
+
+def plan_corpus(settings: DataSettings) -> tuple[list[Plan], list[str]]:
+    """The utterance plans of all splits and the commands held out of training."""
+    synth = settings.synth
+    commands = expand_grammar(synth.templates, synth.slots)
+    if not commands:
+        raise SeqxError("data.synth.templates: the grammar makes no commands")
+    rng = np.random.default_rng([settings.seed, 0])
+    n_heldout = int(round(len(commands) * synth.heldout_command_share))
+    heldout = sorted(rng.choice(commands, size=n_heldout, replace=False).tolist()) if n_heldout else []
+    seen = [c for c in commands if c not in set(heldout)]
+    voices = split_voices(synth, settings.seed)
+    n_test = max(1, round(settings.size * synth.test_share))
+    n_valid = max(1, round(settings.size * synth.valid_share))
+    sizes = {"train": settings.size - n_test - n_valid, "valid": n_valid, "test": n_test}
+    plans = []
+    for split_index, split in enumerate(SPLITS):
+        split_rng = np.random.default_rng([settings.seed, 2, split_index])
+        for i in range(sizes[split]):
+            plans.append(_plan_one(split, i, split_index, split_rng, voices[split], seen, heldout, settings))
+    return plans, heldout
+
+
+def _plan_one(
+    split: str,
+    i: int,
+    split_index: int,
+    rng: np.random.Generator,
+    voices: list[Voice],
+    seen: list[str],
+    heldout: list[str],
+    settings: DataSettings,
+) -> Plan:
+    synth = settings.synth
+    if rng.random() < synth.empty_share:
+        text = ""
+    elif split != "train" and heldout and rng.random() < HELDOUT_SHARE_IN_EVAL:
+        text = heldout[rng.integers(len(heldout))]
+    else:
+        text = seen[rng.integers(len(seen))]
+    return Plan(
+        id=f"{split}-{i:06d}",
+        split=split,
+        text=text,
+        voice=voices[rng.integers(len(voices))],
+        rate=int(rng.integers(synth.rate_wpm[0], synth.rate_wpm[1] + 1)),
+        pitch=int(rng.integers(synth.pitch[0], synth.pitch[1] + 1)),
+        amplitude=int(rng.integers(synth.amplitude[0], synth.amplitude[1] + 1)),
+        snr_db=float(rng.uniform(*synth.snr_db)) if rng.random() < synth.noise_share or not text else None,
+        noise_kind=NOISE_KINDS[rng.integers(len(NOISE_KINDS))],
+        lead_s=float(rng.uniform(0.05, 0.4)),
+        trail_s=float(rng.uniform(0.05, 0.4)),
+        seed=(settings.seed, split_index * 10_000_000 + i),
+    )
+
+
+def speak(text: str, voice: Voice, rate: int, pitch: int, amplitude: int) -> tuple[np.ndarray, int]:
+    """Run the engine; returns float32 samples and their rate."""
+    if voice.engine == "flite":
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "u.wav"
+            # flite's speed is a duration multiplier: 175 wpm ~ 1.0
+            stretch = f"{175.0 / rate:.3f}"
+            cmd = ["flite", "-voice", voice.variant, "--setf", f"duration_stretch={stretch}", "-t", text, "-o", str(out)]
+            subprocess.run(cmd, check=True, capture_output=True, timeout=60)
+            samples, rate_hz = sf.read(out, dtype="float32")
+        return samples * (amplitude / 100.0), rate_hz
+    name = voice.language + (f"+{voice.variant}" if voice.variant else "")
+    cmd = ["espeak-ng", "-v", name, "-s", str(rate), "-p", str(pitch), "-a", str(amplitude), "--stdout", text]
+    wav = subprocess.run(cmd, check=True, capture_output=True, timeout=60).stdout
+    samples, rate_hz = sf.read(io.BytesIO(wav), dtype="float32")
+    return samples, rate_hz
+
+
+def render(plan: Plan, sample_rate: int) -> np.ndarray:
+    """The utterance's samples at `sample_rate`: speech (or nothing), padding and noise."""
+    rng = np.random.default_rng(list(plan.seed))
+    if plan.text:
+        speech, rate_hz = speak(plan.text, plan.voice, plan.rate, plan.pitch, plan.amplitude)
+        if speech.ndim > 1:
+            speech = speech.mean(axis=1)
+        if rate_hz != sample_rate:
+            speech = soxr.resample(speech, rate_hz, sample_rate).astype(np.float32)
+    else:
+        speech = np.zeros(int(rng.uniform(0.5, 2.0) * sample_rate), dtype=np.float32)
+    pad = lambda seconds: np.zeros(int(seconds * sample_rate), dtype=np.float32)  # noqa: E731
+    audio = np.concatenate([pad(plan.lead_s), speech, pad(plan.trail_s)])
+    if plan.snr_db is not None:
+        noise = make_noise(plan.noise_kind, audio.size, sample_rate, rng)
+        if plan.text:
+            audio = mix_at_snr(audio, noise, plan.snr_db)
+        else:  # nothing said: noise alone, at a level speech would have had at this SNR
+            audio = audio + noise * 10 ** (rng.uniform(-55, -25) / 20)
+    peak = np.abs(audio).max()
+    if peak > 0.99:
+        audio = audio * (0.99 / peak)
+    return audio.astype(np.float32)
+
+
+def _render_to_file(job: tuple[Plan, int, str]) -> tuple[str, float, str | None]:
+    plan, sample_rate, path = job
+    try:
+        audio = render(plan, sample_rate)
+    except (subprocess.SubprocessError, OSError, RuntimeError) as err:
+        return plan.id, 0.0, f"{plan.voice.engine} failed: {str(err).splitlines()[0][:200]}"
+    sf.write(path, audio, sample_rate, subtype="PCM_16")
+    return plan.id, audio.size / sample_rate, None
+
+
+def check_engines(plans: list[Plan]) -> None:
+    for engine in sorted({p.voice.engine for p in plans}):
+        if shutil.which(engine) is None:
+            raise SeqxError(f"{engine}: not installed; `make setup` installs it (apt-get install {engine})")
+
+
+def synthesize(
+    settings: DataSettings, out_dir: Path, reporter: Reporter
+) -> tuple[dict[str, list[Utterance]], list[str], list[tuple[str, str]]]:
+    """Render the planned corpus under out_dir/audio/SPLIT/; returns manifests, held-out commands, skipped."""
+    plans, heldout = plan_corpus(settings)
+    check_engines(plans)
+    for split in SPLITS:
+        (out_dir / "audio" / split).mkdir(parents=True, exist_ok=True)
+    jobs = [(p, settings.sample_rate, str(out_dir / "audio" / p.split / f"{p.id}.wav")) for p in plans]
+    workers = settings.workers or os.cpu_count() or 1
+    manifests: dict[str, list[Utterance]] = {s: [] for s in SPLITS}
+    skipped: list[tuple[str, str]] = []
+    by_id = {p.id: (p, path) for p, _, path in jobs}
+    task = reporter.task("synthesize", total=len(jobs), unit="utt")
+    with get_context("fork").Pool(workers) as pool:
+        for utt_id, duration, problem in pool.imap(_render_to_file, jobs, chunksize=8):
+            plan, path = by_id[utt_id]
+            if problem:
+                skipped.append((utt_id, problem))
+                reporter.warn(f"{utt_id} ({voice_name(plan.voice)}): {problem}")
+            else:
+                manifests[plan.split].append(Utterance(utt_id, path, plan.text, round(duration, 4), voice_name(plan.voice)))
+            task.advance(1)
+    task.close()
+    return manifests, heldout, skipped
