@@ -1,0 +1,1 @@
+"""Text normalization and the sentencepiece tokenizer (BPE, unigram or char)."""

@@ -1,0 +1,103 @@
+"""The sentencepiece tokenizer with its special tokens fixed up front.
+
+Ids are fixed when the model is trained (pad 0, unk 1, bos 2, eos 3, CTC blank 4)
+and looked up by name afterwards, so a model and its tokenizer can never
+disagree about which id means what.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+import sentencepiece as spm
+
+from seqx.errors import SeqxError
+from seqx.recipe import TokenizerSettings
+from seqx.tokenize.text import normalize_text
+
+PAD, UNK, BOS, EOS, BLANK = "<pad>", "<unk>", "<s>", "</s>", "<blank>"
+MODEL_NAME, SETTINGS_NAME = "bpe.model", "tokenizer.json"
+
+
+class Tokenizer:
+    def __init__(self, model_path: str | Path, settings: TokenizerSettings) -> None:
+        self.model_path = Path(model_path)
+        self.settings = settings
+        self.sp = spm.SentencePieceProcessor(model_file=str(self.model_path))
+        self.pad_id = self.sp.piece_to_id(PAD)
+        self.unk_id = self.sp.piece_to_id(UNK)
+        self.bos_id = self.sp.piece_to_id(BOS)
+        self.eos_id = self.sp.piece_to_id(EOS)
+        self.blank_id = self.sp.piece_to_id(BLANK)
+        self.special_ids = {self.pad_id, self.unk_id, self.bos_id, self.eos_id, self.blank_id}
+
+    @classmethod
+    def load(cls, folder: str | Path) -> Tokenizer:
+        folder = Path(folder)
+        settings = TokenizerSettings.model_validate_json((folder / SETTINGS_NAME).read_text())
+        return cls(folder / MODEL_NAME, settings)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.sp.get_piece_size()
+
+    def normalize(self, text: str) -> str:
+        return normalize_text(text, self.settings)
+
+    def encode(self, text: str) -> list[int]:
+        """Normalized text -> ids (no bos/eos)."""
+        return self.sp.encode(self.normalize(text))
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return self.sp.decode([int(i) for i in ids if int(i) not in self.special_ids])
+
+    def pieces(self, text: str) -> list[str]:
+        return self.sp.encode(self.normalize(text), out_type=str)
+
+    def id_to_piece(self, token: int) -> str:
+        return self.sp.id_to_piece(int(token))
+
+
+def train_tokenizer(texts: Iterable[str], out_dir: str | Path, settings: TokenizerSettings) -> Tokenizer:
+    """Train on normalized, non-empty texts; write bpe.model + tokenizer.json under out_dir."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    lines = [t for t in (normalize_text(x, settings) for x in texts) if t]
+    if not lines:
+        raise SeqxError(f"{out_dir}: no non-empty training transcripts to train a tokenizer on")
+    model = io.BytesIO()
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(lines),
+            model_writer=model,
+            model_type=settings.kind,
+            vocab_size=settings.vocab_size,
+            character_coverage=1.0,
+            pad_id=0,
+            unk_id=1,
+            bos_id=2,
+            eos_id=3,
+            pad_piece=PAD,
+            unk_piece=UNK,
+            bos_piece=BOS,
+            eos_piece=EOS,
+            user_defined_symbols=[BLANK],
+            hard_vocab_limit=settings.kind != "char",
+            num_threads=1,  # deterministic, and the corpus is small
+            minloglevel=2,
+        )
+    except RuntimeError as err:
+        match = re.search(r"value <= (\d+)", str(err))
+        if match:
+            raise SeqxError(
+                f"tokenizer.vocab_size: {settings.vocab_size} is more than the training text supports; "
+                f"the largest that works is {match.group(1)}"
+            ) from None
+        raise SeqxError(f"tokenizer: sentencepiece failed: {str(err).splitlines()[0]}") from None
+    (out_dir / MODEL_NAME).write_bytes(model.getvalue())
+    (out_dir / SETTINGS_NAME).write_text(json.dumps(settings.model_dump(), indent=1))
+    return Tokenizer(out_dir / MODEL_NAME, settings)
