@@ -1,0 +1,42 @@
+"""`seqx featurize`: features for every split, with a summary table."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from seqx.cli.app import RECIPE_HELP, SET_HELP, RichReporter, app, out
+from seqx.recipe import DEFAULT_RECIPE, load_recipe
+
+
+@app.command()
+def featurize(
+    recipe: Annotated[Path, typer.Argument(help=RECIPE_HELP)] = DEFAULT_RECIPE,
+    overrides: Annotated[Optional[list[str]], typer.Option("--set", help=SET_HELP)] = None,
+    force: Annotated[bool, typer.Option("--force", help="Recompute even if up to date.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Compute MFCC or log-Mel features (and CMVN) for every split; runs the data stage first if needed."""
+    from seqx.featurize.stage import run_featurize_stage
+
+    loaded = load_recipe(recipe, overrides)
+    with RichReporter() as reporter:
+        report = run_featurize_stage(loaded, reporter, force=force)
+    if json_out:
+        out.print_json(json.dumps({**asdict(report), "xrt": {s: v.xrt for s, v in report.splits.items()}}))
+        return
+    if report.fresh:
+        out.print(f"featurize: up to date ({report.out_dir}), nothing to do")
+        return
+    table = Table(title=f"features: {loaded.features.kind} x {loaded.features.n_feats}")
+    for column in ("split", "utterances", "hours", "frames", "x real time", "skipped"):
+        table.add_column(column, justify="left" if column == "split" else "right")
+    for split, stats in report.splits.items():
+        skipped = sum(1 for path, _ in report.skipped if f"/{split}/" in path)
+        table.add_row(split, str(stats.utterances), f"{stats.audio_seconds / 3600:.2f}", f"{stats.frames:,}", f"{stats.xrt:,.0f}", str(skipped))
+    out.print(table)

@@ -1,0 +1,1 @@
+"""Audio in, feature frames out: the encoder's embeddings, their statistics and their store."""

@@ -1,0 +1,40 @@
+"""The one entry point for audio: `load_audio(path, sample_rate)`.
+
+soundfile reads wav/flac/ogg (and mp3 with libsndfile >= 1.1) without decoding
+through ffmpeg; librosa (audioread) is the fallback for other containers. soxr
+resamples. `torchaudio.load` is not used: it needs torchcodec.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import librosa
+import numpy as np
+import soundfile as sf
+import soxr
+import torch
+
+from seqx.errors import AudioError
+
+
+def load_audio(path: str | Path, sample_rate: int) -> torch.Tensor:
+    """Mono float32 samples in [-1, 1] at `sample_rate`, shape (T,). Silence is fine; broken files are not."""
+    path = Path(path)
+    if not path.is_file():
+        raise AudioError(path, "no such file")
+    try:
+        samples, rate = sf.read(path, dtype="float32", always_2d=True)
+        samples = samples.mean(axis=1)
+    except (RuntimeError, sf.LibsndfileError, TypeError):
+        try:
+            samples, rate = librosa.load(path, sr=None, mono=True)
+        except Exception as err:  # audioread raises many unrelated types
+            raise AudioError(path, f"unreadable or unsupported audio ({type(err).__name__})") from None
+    if samples.size == 0:
+        raise AudioError(path, "empty audio (no samples)")
+    if not np.isfinite(samples).all():
+        raise AudioError(path, "audio has NaN/inf samples")
+    if rate != sample_rate:
+        samples = soxr.resample(samples, rate, sample_rate)
+    return torch.from_numpy(np.ascontiguousarray(samples, dtype=np.float32))

@@ -1,0 +1,59 @@
+"""Global cepstral mean and variance normalization, computed on the training split.
+
+Stored in feats/cmvn.json and copied into the model bundle, so training and
+decoding always normalize identically.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor
+
+STD_FLOOR = 1e-5  # a constant feature dimension must not divide by zero
+
+
+class CmvnAccumulator:
+    """Running sums in float64 (float32 sums over millions of frames lose digits)."""
+
+    def __init__(self, n_feats: int) -> None:
+        self.count = 0
+        self.total = np.zeros(n_feats)
+        self.squares = np.zeros(n_feats)
+
+    def add(self, frames: np.ndarray) -> None:
+        frames = frames.astype(np.float64)
+        self.count += frames.shape[0]
+        self.total += frames.sum(0)
+        self.squares += (frames**2).sum(0)
+
+    def result(self) -> Cmvn:
+        mean = self.total / max(self.count, 1)
+        std = np.sqrt(np.maximum(self.squares / max(self.count, 1) - mean**2, 0.0))
+        return Cmvn(torch.tensor(mean, dtype=torch.float32), torch.tensor(np.maximum(std, STD_FLOOR), dtype=torch.float32))
+
+
+class Cmvn:
+    def __init__(self, mean: Tensor, std: Tensor) -> None:
+        self.mean, self.std = mean.float(), std.float()
+
+    def __call__(self, x: Tensor) -> Tensor:
+        """(..., F) -> normalized (..., F) on x's device."""
+        return (x.float() - self.mean.to(x.device)) / self.std.to(x.device)
+
+    def to_dict(self) -> dict[str, list[float]]:
+        return {"mean": self.mean.tolist(), "std": self.std.tolist()}
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, list[float]]) -> Cmvn:
+        return cls(torch.tensor(raw["mean"]), torch.tensor(raw["std"]))
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict()))
+
+    @classmethod
+    def load(cls, path: str | Path) -> Cmvn:
+        return cls.from_dict(json.loads(Path(path).read_text()))

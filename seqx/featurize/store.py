@@ -1,0 +1,119 @@
+"""The feature store: a split's frames in float16 memory-mapped shards, plus an index.
+
+Layout of feats/SPLIT/:
+    shard-00000.f16 ...   raw float16 frames, (frames, n_feats) row-major, appended utterance after utterance
+    index.json            {"n_feats", "shards": [frames per shard], "ids", "texts", "shard", "offset", "length"}
+
+One file per shard instead of one file per utterance: a training epoch reads a
+few large files, and any utterance is one slice of a memory map (no loading the
+split). A shard is closed once it passes `shard_mb`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from seqx.errors import SeqxError
+
+INDEX = "index.json"
+
+
+def _shard_name(i: int) -> str:
+    return f"shard-{i:05d}.f16"
+
+
+class FeatureStoreWriter:
+    def __init__(self, folder: str | Path, n_feats: int, shard_mb: int = 1024) -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for old in self.folder.glob("shard-*.f16"):
+            old.unlink()
+        self.n_feats = n_feats
+        self.shard_frames = max(1, shard_mb * 2**20 // (2 * n_feats))
+        self.ids: list[str] = []
+        self.texts: list[str] = []
+        self.shard: list[int] = []
+        self.offset: list[int] = []
+        self.length: list[int] = []
+        self.shards: list[int] = []
+        self._handle = None
+
+    def add(self, utt_id: str, frames: np.ndarray, text: str) -> None:
+        if frames.ndim != 2 or frames.shape[1] != self.n_feats:
+            raise SeqxError(f"{utt_id}: frames of shape {frames.shape}, expected (T, {self.n_feats})")
+        if self._handle is None or self.shards[-1] >= self.shard_frames:
+            self._open_next()
+        self.ids.append(utt_id)
+        self.texts.append(text)
+        self.shard.append(len(self.shards) - 1)
+        self.offset.append(self.shards[-1])
+        self.length.append(frames.shape[0])
+        self._handle.write(np.ascontiguousarray(frames, dtype=np.float16).tobytes())
+        self.shards[-1] += frames.shape[0]
+
+    def _open_next(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+        self._handle = (self.folder / _shard_name(len(self.shards))).open("wb")
+        self.shards.append(0)
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+        index = {
+            "n_feats": self.n_feats,
+            "shards": self.shards,
+            "ids": self.ids,
+            "texts": self.texts,
+            "shard": self.shard,
+            "offset": self.offset,
+            "length": self.length,
+        }
+        tmp = self.folder / f"{INDEX}.tmp{os.getpid()}"
+        tmp.write_text(json.dumps(index))
+        os.replace(tmp, self.folder / INDEX)
+
+
+class FeatureStore:
+    """Read-only, lazy: store[i] is a (T, F) float16 view into a memory map."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        path = self.folder / INDEX
+        if not path.is_file():
+            raise SeqxError(f"{path}: no feature store here; run `seqx featurize` first")
+        index = json.loads(path.read_text())
+        self.n_feats: int = index["n_feats"]
+        self.ids: list[str] = index["ids"]
+        self.texts: list[str] = index["texts"]
+        self._shard = np.asarray(index["shard"], dtype=np.int64)
+        self._offset = np.asarray(index["offset"], dtype=np.int64)
+        self.lengths = np.asarray(index["length"], dtype=np.int64)
+        self._shard_frames: list[int] = index["shards"]
+        self._maps: dict[int, np.memmap] = {}
+        self._positions = {utt_id: i for i, utt_id in enumerate(self.ids)}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def _map(self, shard: int) -> np.ndarray:
+        if shard not in self._maps:  # opened on first use, so forked DataLoader workers map their own
+            shape = (self._shard_frames[shard], self.n_feats)
+            self._maps[shard] = np.memmap(self.folder / _shard_name(shard), np.float16, "r", shape=shape)
+        return self._maps[shard]
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        start = self._offset[i]
+        return self._map(int(self._shard[i]))[start : start + self.lengths[i]]
+
+    def index_of(self, utt_id: str) -> int:
+        return self._positions[utt_id]
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_maps"] = {}
+        return state
