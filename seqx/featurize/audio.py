@@ -7,6 +7,8 @@ resamples. `torchaudio.load` is not used: it needs torchcodec.
 
 from __future__ import annotations
 
+import re
+import warnings
 from pathlib import Path
 
 import librosa
@@ -18,17 +20,33 @@ import torch
 from seqx.errors import AudioError
 
 
+# Containers libsndfile reads itself; when it fails on one the file is broken, and
+# trying librosa/audioread (ffmpeg) after it would only cost seconds.
+SOUNDFILE_ONLY = {".wav", ".wave", ".flac", ".ogg", ".oga", ".aif", ".aiff", ".au", ".w64"}
+
+
+def _first_line(err: BaseException) -> str:
+    line = (str(err).splitlines() or [type(err).__name__])[0]
+    return re.sub(r"^Error opening .*?: ", "", line)  # the path is already at the front of AudioError
+
+
 def load_audio(path: str | Path, sample_rate: int) -> torch.Tensor:
     """Mono float32 samples in [-1, 1] at `sample_rate`, shape (T,). Silence is fine; broken files are not."""
     path = Path(path)
     if not path.is_file():
         raise AudioError(path, "no such file")
+    if path.stat().st_size == 0:
+        raise AudioError(path, "empty file (0 bytes)")
     try:
         samples, rate = sf.read(path, dtype="float32", always_2d=True)
         samples = samples.mean(axis=1)
-    except (RuntimeError, sf.LibsndfileError, TypeError):
+    except (RuntimeError, sf.LibsndfileError, TypeError) as err:
+        if path.suffix.lower() in SOUNDFILE_ONLY:  # libsndfile owns these formats: a second opinion cannot help
+            raise AudioError(path, f"unreadable audio ({_first_line(err)})") from None
         try:
-            samples, rate = librosa.load(path, sr=None, mono=True)
+            with warnings.catch_warnings():  # librosa warns that it fell back to audioread: we know
+                warnings.simplefilter("ignore")
+                samples, rate = librosa.load(path, sr=None, mono=True)
         except Exception as err:  # audioread raises many unrelated types
             raise AudioError(path, f"unreadable or unsupported audio ({type(err).__name__})") from None
     if samples.size == 0:

@@ -27,7 +27,15 @@ class FeatureExtractor(nn.Module):
         self.win_length = int(round(settings.win_ms * sample_rate / 1000))  # 25 ms at 16 kHz = 400
         self.hop_length = int(round(settings.hop_ms * sample_rate / 1000))  # 10 ms at 16 kHz = 160
         self.n_fft = 2 ** math.ceil(math.log2(self.win_length))  # 400 -> 512
-        mel = dict(n_fft=self.n_fft, win_length=self.win_length, hop_length=self.hop_length, n_mels=settings.n_mels)
+        # centered frames, zero-padded at the ends (librosa's default since 0.10): unlike
+        # reflect padding it works for a wave shorter than half a window, e.g. a click
+        mel = dict(
+            n_fft=self.n_fft,
+            win_length=self.win_length,
+            hop_length=self.hop_length,
+            n_mels=settings.n_mels,
+            pad_mode="constant",
+        )
         if settings.kind == "mfcc":
             self.transform: nn.Module = torchaudio.transforms.MFCC(sample_rate, n_mfcc=settings.n_mfcc, melkwargs=mel)
         else:

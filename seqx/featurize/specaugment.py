@@ -33,7 +33,7 @@ class SpecAugment(nn.Module):
         time = torch.arange(T, device=feats.device)[None, :]  # (1, T)
         max_width = torch.minimum(torch.full_like(lengths, s.time_mask_width), (lengths.float() * s.time_mask_ratio).long())
         for _ in range(s.time_masks):
-            width = (torch.rand(B, device=feats.device) * (max_width + 1)).long()[:, None]  # (B, 1)
-            start = (torch.rand(B, device=feats.device) * (lengths - width + 1).clamp(min=1)).long()[:, None]
-            keep &= ~((time >= start) & (time < start + width))[:, :, None]
+            width = (torch.rand(B, device=feats.device) * (max_width + 1)).long()  # (B,)
+            start = (torch.rand(B, device=feats.device) * (lengths - width + 1).clamp(min=1)).long()  # (B,)
+            keep &= ~((time >= start[:, None]) & (time < (start + width)[:, None]))[:, :, None]
         return feats.masked_fill(~keep, 0.0)

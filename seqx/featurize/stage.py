@@ -1,21 +1,26 @@
 """`seqx featurize`: features for every split into the store, CMVN from train, cached.
 
-Workers (processes, one torch thread each) read and featurize; the parent writes
-the store in manifest order, so the output does not depend on scheduling. A file
-that cannot be read is skipped and reported; the split goes on.
+Workers (forked processes, one torch thread each) read and featurize; the parent
+writes the store in manifest order, so the output does not depend on
+scheduling. A file that cannot be read is skipped and reported; the split goes on.
+With one worker everything runs in this process: no pool to start, no frames
+to pickle across a pipe.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
 from multiprocessing import get_context
+from pathlib import Path
 
 import numpy as np
 import torch
 
-from seqx.data.manifest import read_manifest
+from seqx.data.manifest import Utterance, read_manifest
 from seqx.data.stage import manifests_exist, run_data_stage
 from seqx.data.synth import SPLITS
 from seqx.errors import AudioError
@@ -25,10 +30,17 @@ from seqx.featurize.features import FeatureExtractor
 from seqx.featurize.store import FeatureStoreWriter
 from seqx.recipe import FeatureSettings, Recipe
 from seqx.report import Collect, Reporter
-from seqx.stage import fingerprint, is_fresh, mark_done
+from seqx.stage import STAMP_NAME, fingerprint, is_fresh, mark_done
+from seqx.tokenize.text import normalize_text
+
+STAGE_VERSION = 2  # bump when the store's content changes for the same settings
+SUMMARY = "summary.json"
+CHUNK = 16  # utterances per worker round trip: enough to hide the pipe, small enough for a smooth bar
 
 _extractor: FeatureExtractor | None = None
 _sample_rate = 16000
+
+Result = tuple[np.ndarray | None, float, str | None]  # frames (T, F) float32, audio seconds, problem
 
 
 @dataclass
@@ -36,19 +48,22 @@ class SplitStats:
     utterances: int = 0
     frames: int = 0
     audio_seconds: float = 0.0
-    seconds: float = 0.0
+    seconds: float = 0.0  # wall time for the split
+    skipped: int = 0
 
     @property
     def xrt(self) -> float:
+        """Times faster than real time: audio seconds featurized per wall second."""
         return self.audio_seconds / self.seconds if self.seconds else 0.0
 
 
 @dataclass
 class FeaturizeReport:
     out_dir: str
-    fresh: bool
+    fresh: bool  # True: nothing to do, the store was already up to date
+    n_feats: int = 0
     splits: dict[str, SplitStats] = field(default_factory=dict)
-    skipped: list[tuple[str, str]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (audio path, problem)
 
 
 def _init_worker(settings: FeatureSettings, sample_rate: int) -> None:
@@ -57,56 +72,128 @@ def _init_worker(settings: FeatureSettings, sample_rate: int) -> None:
     _extractor, _sample_rate = FeatureExtractor(settings, sample_rate), sample_rate
 
 
-def _featurize_one(path: str) -> tuple[np.ndarray | None, float, str | None]:
+def _featurize_one(path: str) -> Result:
     assert _extractor is not None
     try:
         wave = load_audio(path, _sample_rate)
     except AudioError as err:
         return None, 0.0, err.problem
-    return _extractor(wave).numpy(), wave.numel() / _sample_rate, None
+    try:
+        frames = _extractor(wave).numpy()
+    except RuntimeError as err:  # one odd file must not take the whole split down
+        return None, 0.0, f"feature extraction failed ({str(err).splitlines()[0]})"
+    if frames.shape[0] == 0:
+        return None, 0.0, "too short for one feature frame"
+    return frames, wave.numel() / _sample_rate, None
 
 
-def featurize_stage_key(recipe: Recipe) -> str:
+def featurize_stage_key(recipe: Recipe, utts: dict[str, list[Utterance]]) -> str:
+    """Settings that shape the store, plus every manifest and audio file by size and mtime.
+
+    Workers and SpecAugment do not change what is stored, so they are left out;
+    the text normalization does (the index holds normalized transcripts).
+    """
+    features = recipe.features.model_dump(exclude={"workers", "specaugment", "spec"})
     manifests = [recipe.data_dir / f"{s}.jsonl" for s in SPLITS]
-    return fingerprint(recipe.features.model_dump(exclude={"workers", "specaugment", "spec"}), recipe.data.sample_rate, manifests)
+    audio = [_signature(u.audio) for split in SPLITS for u in utts[split]]
+    return fingerprint(STAGE_VERSION, features, recipe.data.sample_rate, recipe.tokenizer, manifests, audio)
+
+
+def _signature(path: str) -> tuple[str, int, int]:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return (path, -1, -1)  # missing now; if it appears later the key changes
+    return (path, stat.st_size, stat.st_mtime_ns)
 
 
 def run_featurize_stage(recipe: Recipe, reporter: Reporter | None = None, force: bool = False) -> FeaturizeReport:
+    """Featurize train/valid/test into feats/SPLIT/, CMVN into feats/cmvn.json; no work when up to date."""
     reporter = reporter or Collect()
     if not manifests_exist(recipe):
         run_data_stage(recipe, reporter)
     out_dir = recipe.feats_dir
-    key = featurize_stage_key(recipe)
-    if not force and is_fresh(out_dir, key):
-        return FeaturizeReport(str(out_dir), True)
-    report = FeaturizeReport(str(out_dir), False)
+    utts = {split: read_manifest(recipe.data_dir / f"{split}.jsonl") for split in SPLITS}
+    key = featurize_stage_key(recipe, utts)
+    if not force and is_fresh(out_dir, key) and (out_dir / SUMMARY).is_file():
+        return _load_summary(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / STAMP_NAME).unlink(missing_ok=True)  # an interrupted rerun must never look finished
+    report = FeaturizeReport(str(out_dir), False, recipe.features.n_feats)
     workers = recipe.features.workers or os.cpu_count() or 1
-    ctx = get_context("fork")
-    with ctx.Pool(workers, initializer=_init_worker, initargs=(recipe.features, recipe.data.sample_rate)) as pool:
+    with _featurizer(recipe, workers) as featurize_all:
         for split in SPLITS:
-            utts = read_manifest(recipe.data_dir / f"{split}.jsonl")
-            writer = FeatureStoreWriter(out_dir / split, recipe.features.n_feats, recipe.features.shard_mb)
-            cmvn = CmvnAccumulator(recipe.features.n_feats) if split == "train" else None
-            stats = report.splits.setdefault(split, SplitStats())
-            task = reporter.task(f"featurize {split}", total=len(utts), unit="utt")
-            start = time.perf_counter()
-            for utt, (frames, seconds, problem) in zip(utts, pool.imap(_featurize_one, [u.audio for u in utts], chunksize=16)):
-                if problem or frames is None or frames.shape[0] == 0:
-                    reason = problem or "too short for one feature frame"
-                    report.skipped.append((utt.audio, reason))
-                    reporter.warn(f"{utt.audio}: {reason}")
-                else:
-                    writer.add(utt.id, frames, utt.text)
-                    if cmvn is not None:
-                        cmvn.add(frames)
-                    stats.utterances += 1
-                    stats.frames += frames.shape[0]
-                    stats.audio_seconds += seconds
-                stats.seconds = time.perf_counter() - start
-                task.advance(1, xrt=f"{stats.xrt:.0f}x")
-            task.close()
-            writer.close()
-            if cmvn is not None:
-                cmvn.result().save(out_dir / "cmvn.json")
+            _featurize_split(recipe, split, utts[split], featurize_all, report, reporter)
+    _save_summary(out_dir, report)
     mark_done(out_dir, key, skipped=len(report.skipped))
     return report
+
+
+def _featurize_split(
+    recipe: Recipe,
+    split: str,
+    utts: list[Utterance],
+    featurize_all: Callable[[list[str]], Iterator[Result]],
+    report: FeaturizeReport,
+    reporter: Reporter,
+) -> None:
+    writer = FeatureStoreWriter(recipe.feats_dir / split, recipe.features.n_feats, recipe.features.shard_mb)
+    cmvn = CmvnAccumulator(recipe.features.n_feats) if split == "train" else None
+    stats = report.splits.setdefault(split, SplitStats())
+    task = reporter.task(f"featurize {split}", total=len(utts), unit="utt")
+    start = time.perf_counter()
+    for utt, (frames, seconds, problem) in zip(utts, featurize_all([u.audio for u in utts])):
+        if frames is None:
+            reason = problem or "unknown problem"
+            report.skipped.append((utt.audio, reason))
+            stats.skipped += 1
+            reporter.warn(f"{utt.audio}: {reason}")
+        else:
+            stored = writer.add(utt.id, frames, normalize_text(utt.text, recipe.tokenizer))
+            if cmvn is not None:
+                cmvn.add(stored)  # statistics of what training will read back (float16), not of float32
+            stats.utterances += 1
+            stats.frames += frames.shape[0]
+            stats.audio_seconds += seconds
+        stats.seconds = time.perf_counter() - start
+        task.advance(1, xrt=f"{stats.xrt:.0f}x")
+    task.close()
+    writer.close()
+    if cmvn is not None:
+        cmvn.result().save(recipe.feats_dir / "cmvn.json")
+
+
+class _featurizer:
+    """Context manager giving `featurize_all(paths) -> iterator of Result`, in order."""
+
+    def __init__(self, recipe: Recipe, workers: int) -> None:
+        self.args = (recipe.features, recipe.data.sample_rate)
+        self.workers = workers
+        self.pool = None
+        self.threads = torch.get_num_threads()
+
+    def __enter__(self) -> Callable[[list[str]], Iterator[Result]]:
+        if self.workers <= 1:
+            _init_worker(*self.args)  # one thread here too: tiny FFTs lose time to thread hand-offs
+            return lambda paths: (_featurize_one(p) for p in paths)
+        # fork: torch is already imported here, so a worker starts in milliseconds, not seconds
+        self.pool = get_context("fork").Pool(self.workers, initializer=_init_worker, initargs=self.args)
+        return lambda paths: self.pool.imap(_featurize_one, paths, chunksize=CHUNK)
+
+    def __exit__(self, *exc: object) -> None:
+        torch.set_num_threads(self.threads)  # leave the caller's setting as it was
+        if self.pool is not None:
+            self.pool.terminate() if exc[0] is not None else self.pool.close()
+            self.pool.join()
+
+
+def _save_summary(out_dir: Path, report: FeaturizeReport) -> None:
+    raw = asdict(report)
+    (out_dir / SUMMARY).write_text(json.dumps(raw, indent=1))
+
+
+def _load_summary(out_dir: Path) -> FeaturizeReport:
+    raw = json.loads((out_dir / SUMMARY).read_text())
+    splits = {s: SplitStats(**v) for s, v in raw["splits"].items()}
+    skipped = [tuple(x) for x in raw["skipped"]]
+    return FeaturizeReport(str(out_dir), True, raw["n_feats"], splits, skipped)  # type: ignore[arg-type]

@@ -20,6 +20,7 @@ import numpy as np
 from seqx.errors import SeqxError
 
 INDEX = "index.json"
+F16_MAX = float(np.finfo(np.float16).max)  # 65504
 
 
 def _shard_name(i: int) -> str:
@@ -42,7 +43,8 @@ class FeatureStoreWriter:
         self.shards: list[int] = []
         self._handle = None
 
-    def add(self, utt_id: str, frames: np.ndarray, text: str) -> None:
+    def add(self, utt_id: str, frames: np.ndarray, text: str) -> np.ndarray:
+        """Append one utterance; returns the float16 frames exactly as stored."""
         if frames.ndim != 2 or frames.shape[1] != self.n_feats:
             raise SeqxError(f"{utt_id}: frames of shape {frames.shape}, expected (T, {self.n_feats})")
         if self._handle is None or self.shards[-1] >= self.shard_frames:
@@ -52,8 +54,11 @@ class FeatureStoreWriter:
         self.shard.append(len(self.shards) - 1)
         self.offset.append(self.shards[-1])
         self.length.append(frames.shape[0])
-        self._handle.write(np.ascontiguousarray(frames, dtype=np.float16).tobytes())
+        # clipped to float16's range so a wild value is stored as large, never as inf
+        stored = np.ascontiguousarray(np.clip(frames, -F16_MAX, F16_MAX), dtype=np.float16)
+        self._handle.write(stored.tobytes())
         self.shards[-1] += frames.shape[0]
+        return stored
 
     def _open_next(self) -> None:
         if self._handle is not None:
