@@ -189,6 +189,7 @@ class TrainSettings(_Section):
     early_stop_patience: int = Field(0, ge=0)  # epochs without valid improvement; 0 = off
     max_nan_in_row: int = Field(20, ge=1)  # non-finite losses in a row before the run stops
     log_every: int = Field(50, ge=1)  # steps between plain log lines when not on a terminal
+    save_every_steps: int = Field(500, ge=1)  # mid-epoch checkpoint (last.pt) for resuming after a crash
     valid_max_utts: int = Field(400, ge=1)  # greedy WER each epoch on at most this many valid utterances
     seed: int = 0
     deterministic: bool = False  # torch.use_deterministic_algorithms; needed for bitwise resume tests
@@ -305,6 +306,10 @@ def load_recipe(path: str | Path = DEFAULT_RECIPE, overrides: list[str] | None =
         except yaml.YAMLError:
             value = text
         _set_dotted(raw, key.strip(), value, origin=f"--set {key.strip()}")
+        # what the user typed wins over what a device profile would set
+        for profile in (raw.get("device_profiles") or {}).values():
+            if isinstance(profile, dict):
+                profile.pop(key.strip(), None)
     return _validate(raw, source=str(path))
 
 

@@ -107,3 +107,10 @@ def test_default_recipe_loads() -> None:
     assert recipe.data.source == "synth"
     for kind in ("cpu", "cuda"):
         recipe.for_device(kind)
+
+
+def test_command_line_override_beats_device_profile(tmp_path: Path) -> None:
+    path = _write(tmp_path, "device_profiles:\n  cpu:\n    model.d_model: 128\n    train.epochs: 3\n")
+    recipe = load_recipe(path, ["model.d_model=64"]).for_device("cpu")
+    assert recipe.model.d_model == 64
+    assert recipe.train.epochs == 3

@@ -1,0 +1,53 @@
+"""`seqx train`: the whole pipeline up to a model bundle, resumable."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from seqx.cli.app import RECIPE_HELP, SET_HELP, RichReporter, app, out
+
+
+@app.command()
+def train(
+    recipe: Annotated[Path, typer.Argument(help=RECIPE_HELP)] = Path("recipes/commands.yaml"),
+    overrides: Annotated[Optional[list[str]], typer.Option("--set", help=SET_HELP)] = None,
+    device: Annotated[Optional[str], typer.Option("--device", help="cpu, cuda, cuda:N or auto (default: train.device).")] = None,
+    restart: Annotated[bool, typer.Option("--restart", help="Discard checkpoints and start over.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable report.")] = False,
+) -> None:
+    """Train the model (running data, featurize and tokenize first when needed); resumes after an interruption."""
+    from seqx.recipe import load_recipe
+    from seqx.train.stage import run_train_stage
+
+    loaded = load_recipe(recipe, overrides)
+    with RichReporter() as reporter:
+        report = run_train_stage(loaded, reporter, device=device, restart=restart)
+    if json_out:
+        out.print_json(json.dumps(asdict(report)))
+        return
+    if report.fresh:
+        out.print(f"train: model up to date ({report.bundle_dir}), nothing to do (--restart to train again)")
+        return
+    table = Table(title=f"trained: {loaded.name}")
+    table.add_column("")
+    table.add_column("", justify="right")
+    wer = "n/a" if report.best_valid_wer is None else f"{100 * report.best_valid_wer:.2f}% (epoch {report.best_epoch})"
+    for name, value in [
+        ("device", report.device),
+        ("parameters", f"{report.parameters:,}"),
+        ("epochs", str(report.epochs)),
+        ("steps", str(report.steps)),
+        ("best valid WER (greedy)", wer),
+        ("skipped non-finite batches", str(report.skipped_batches)),
+        ("wall time", f"{report.wall_seconds:.0f} s"),
+        ("averaged", ", ".join(report.averaged)),
+        ("bundle", report.bundle_dir),
+    ]:
+        table.add_row(name, value)
+    out.print(table)

@@ -1,0 +1,99 @@
+"""The model bundle: everything decoding needs, in one folder, without the recipe.
+
+    config.json        dims, feature settings, sample rate, CMVN, tokenizer settings, decode settings
+    model.safetensors  the (averaged) weights
+    tokenizer.model    the sentencepiece model
+
+`load_bundle` rebuilds the model from `dims` alone (the constructor takes that one
+object), so a bundle always loads into the code that made it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_model, save_model
+
+from seqx import __version__
+from seqx.errors import SeqxError
+from seqx.featurize.cmvn import Cmvn
+from seqx.featurize.features import FeatureExtractor
+from seqx.model.dims import ModelDimensions
+from seqx.model.transformer import Seq2SeqTransformer
+from seqx.recipe import DecodeSettings, FeatureSettings, TokenizerSettings
+from seqx.stage import atomic_write_text
+from seqx.tokenize.tokenizer import Tokenizer
+
+CONFIG, WEIGHTS, TOKENIZER = "config.json", "model.safetensors", "tokenizer.model"
+
+
+@dataclass
+class Bundle:
+    model: Seq2SeqTransformer
+    dims: ModelDimensions
+    features: FeatureSettings
+    sample_rate: int
+    cmvn: Cmvn
+    tokenizer: Tokenizer
+    extractor: FeatureExtractor
+    decode: DecodeSettings
+    folder: Path
+
+
+def save_bundle(
+    folder: str | Path,
+    model: Seq2SeqTransformer,
+    features: FeatureSettings,
+    sample_rate: int,
+    cmvn: Cmvn,
+    tokenizer: Tokenizer,
+    decode: DecodeSettings,
+    extra: dict[str, object] | None = None,
+) -> Path:
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    config = {
+        "seqx_version": __version__,
+        "dims": model.dims.to_dict(),
+        "features": features.model_dump(),
+        "sample_rate": sample_rate,
+        "cmvn": cmvn.to_dict(),
+        "tokenizer": tokenizer.settings.model_dump(),
+        "decode": decode.model_dump(),
+        **(extra or {}),
+    }
+    # save_model handles the tied embedding/output weights (one tensor, two names)
+    tmp = folder / (WEIGHTS + ".tmp")
+    save_model(model, str(tmp))
+    tmp.replace(folder / WEIGHTS)
+    shutil.copyfile(tokenizer.model_path, folder / TOKENIZER)
+    atomic_write_text(folder / CONFIG, json.dumps(config, indent=1))  # written last: its presence means complete
+    return folder
+
+
+def load_bundle(folder: str | Path, device: str | torch.device = "cpu") -> Bundle:
+    folder = Path(folder)
+    path = folder / CONFIG
+    if not path.is_file():
+        raise SeqxError(f"{folder}: not a seqx model bundle (no {CONFIG})")
+    config = json.loads(path.read_text())
+    dims = ModelDimensions.from_dict(config["dims"])
+    model = Seq2SeqTransformer(dims)
+    load_model(model, str(folder / WEIGHTS), device="cpu")
+    model.to(device).eval()
+    features = FeatureSettings.model_validate(config["features"])
+    return Bundle(
+        model=model,
+        dims=dims,
+        features=features,
+        sample_rate=int(config["sample_rate"]),
+        cmvn=Cmvn.from_dict(config["cmvn"]),
+        tokenizer=Tokenizer(folder / TOKENIZER, TokenizerSettings.model_validate(config["tokenizer"])),
+        extractor=FeatureExtractor(features, int(config["sample_rate"])),
+        decode=DecodeSettings.model_validate(config["decode"]),
+        folder=folder,
+    )

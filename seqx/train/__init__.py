@@ -1,0 +1,1 @@
+"""Training: length-bucketed batches, the loop, schedules, checkpoints, DDP, the bundle at the end."""

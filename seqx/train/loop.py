@@ -1,0 +1,386 @@
+"""The training loop: steps, accumulation, NaN guard, validation, checkpoints, resume.
+
+One optimizer step = `accum_steps` batches. Everything a resumed run needs to go
+on as if it had never stopped is in the checkpoint: weights, AdamW moments, the
+step (the schedule is a pure function of it), the epoch and the number of its
+batches already consumed (the sampler is a pure function of seed and epoch), and
+every rank's RNG states. The DataLoader gets its own generator so that creating
+one mid-epoch does not draw from the global RNG, which dropout and SpecAugment use.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import shutil
+import time
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from seqx.errors import SeqxError
+from seqx.featurize.specaugment import SpecAugment
+from seqx.model.dims import ModelDimensions
+from seqx.model.loss import joint_loss
+from seqx.model.transformer import Seq2SeqTransformer, param_groups
+from seqx.recipe import Recipe
+from seqx.report import Reporter
+from seqx.tokenize.tokenizer import Tokenizer
+from seqx.train.batching import LengthBucketSampler
+from seqx.train.checkpoint import average_checkpoints, load_checkpoint, save_checkpoint
+from seqx.train.dataset import Batch, Collate, UtteranceDataset
+from seqx.train.distributed import DistInfo
+from seqx.train.schedule import learning_rate
+from seqx.train.validate import ValidResult, validate
+
+LAST = "last.pt"
+LOG = "train_log.jsonl"
+
+
+@dataclass
+class TrainState:
+    """The loop's own counters, saved beside the weights and optimizer."""
+
+    step: int = 0  # optimizer steps taken
+    epoch: int = 0  # the epoch in progress (0-based)
+    batch_in_epoch: int = 0  # batches of `epoch` consumed on this rank
+    nan_skipped: int = 0  # batches (or steps, for non-finite gradients) skipped
+    nan_in_row: int = 0
+    bad_epochs: int = 0  # epochs since valid WER last improved
+    stopped_early: bool = False
+    epochs: list[dict[str, Any]] = field(default_factory=list)  # per epoch: step, valid loss/WER, checkpoint
+
+
+def rng_state(device: torch.device) -> dict[str, Any]:
+    return {
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
+    }
+
+
+def set_rng_state(state: dict[str, Any], device: torch.device) -> None:
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if device.type == "cuda" and state.get("cuda") is not None:
+        torch.cuda.set_rng_state(state["cuda"], device)
+
+
+class Trainer:
+    def __init__(
+        self,
+        recipe: Recipe,
+        dims: ModelDimensions,
+        train_data: UtteranceDataset,
+        valid_data: UtteranceDataset,
+        tokenizer: Tokenizer,
+        device: torch.device,
+        dist_info: DistInfo,
+        reporter: Reporter,
+        run_key: str,
+    ) -> None:
+        self.recipe, self.settings = recipe, recipe.train
+        self.dims, self.tokenizer, self.device, self.dist = dims, tokenizer, device, dist_info
+        self.train_data, self.valid_data = train_data, valid_data
+        self.reporter, self.run_key = reporter, run_key
+        self.autocast = device.type == "cuda" and self.settings.bf16
+        self.ckpt_dir = recipe.checkpoint_dir
+        # Same seed on every rank for the weights (DDP also broadcasts rank 0's), then one per rank
+        # so dropout and SpecAugment differ between ranks.
+        torch.manual_seed(self.settings.seed)
+        self.model = Seq2SeqTransformer(dims).to(device)
+        self._seed_rank()
+        self.net: nn.Module = self.model
+        if dist_info.enabled:
+            ids = [device.index] if device.type == "cuda" else None
+            self.net = nn.parallel.DistributedDataParallel(self.model, device_ids=ids)
+        self.optimizer = torch.optim.AdamW(
+            param_groups(self.model, self.settings.weight_decay),
+            lr=self.settings.lr,
+            betas=(0.9, 0.98),
+            eps=1e-9,
+            fused=device.type == "cuda",
+        )
+        self.specaug = SpecAugment(recipe.features.spec) if recipe.features.specaugment else None
+        self.sampler = LengthBucketSampler(
+            train_data.store.lengths, self.settings.max_frames, True, self.settings.seed, dist_info.rank, dist_info.world_size
+        )
+        self.collate = Collate(tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id)
+        self.state = TrainState()
+        self.tb = None
+        if dist_info.is_main:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self.tb = SummaryWriter(str(recipe.tb_dir))
+
+    def _seed_rank(self) -> None:
+        seed = self.settings.seed * 1000 + self.dist.rank + 1
+        random.seed(seed)
+        np.random.seed(seed % 2**32)
+        torch.manual_seed(seed)
+
+    # ------------------------------------------------------------------ resume
+
+    def resume(self, path: Path) -> None:
+        ckpt = load_checkpoint(path)
+        if ckpt.get("run_key") != self.run_key:
+            raise SeqxError(
+                f"{path}: made with other settings or data than this recipe; "
+                "run `seqx train RECIPE --restart` to start over"
+            )
+        self.model.load_state_dict(ckpt["model"])
+        self.optimizer.load_state_dict(ckpt["optimizer"])
+        self.state = TrainState(**ckpt["state"])
+        self.sampler.load_state_dict(ckpt["sampler"])
+        self.state.batch_in_epoch = self.sampler.position
+        states = ckpt["rng"]
+        set_rng_state(states[self.dist.rank % len(states)], self.device)
+        if self.dist.is_main:
+            _truncate_log(self.recipe.root / LOG, self.state.step)
+
+    # -------------------------------------------------------------------- loop
+
+    def total_steps(self) -> int:
+        batches = len(LengthBucketSampler(
+            self.train_data.store.lengths, self.settings.max_frames, True, self.settings.seed,
+            self.dist.rank, self.dist.world_size,
+        ))
+        return max(1, self.settings.epochs * math.ceil(batches / self.settings.accum_steps))
+
+    def fit(self) -> TrainState:
+        s, cfg = self.state, self.settings
+        total = self.total_steps()
+        while s.epoch < cfg.epochs and not s.stopped_early:
+            self.sampler.set_epoch(s.epoch)
+            self.sampler.position = s.batch_in_epoch
+            n_batches = len(self.sampler)
+            loader = torch.utils.data.DataLoader(
+                self.train_data,
+                batch_sampler=self.sampler,
+                collate_fn=self.collate,
+                num_workers=cfg.workers,
+                pin_memory=self.device.type == "cuda",
+                generator=torch.Generator().manual_seed(cfg.seed + s.epoch),
+            )
+            task = self.reporter.task(f"train epoch {s.epoch + 1}", total=n_batches, unit="batch")
+            if s.batch_in_epoch:
+                task.advance(s.batch_in_epoch)
+            self.net.train()
+            took = window = 0  # batches with a backward pass / batches in this accumulation window
+            started, utts, running = time.monotonic(), 0, []
+            for batch in loader:
+                window += 1
+                closes = window == cfg.accum_steps or s.batch_in_epoch + 1 == n_batches
+                finite, loss = self._forward_backward(batch.to(self.device), sync=closes)
+                s.batch_in_epoch += 1
+                took += finite
+                utts += batch.size
+                if finite:
+                    running.append(loss)
+                if closes:
+                    lr = self._optimizer_step(took, last_synced=finite, total=total)
+                    took = window = 0
+                    if lr is not None:
+                        self._log_step(lr, running)
+                        running = []
+                        if s.step % cfg.save_every_steps == 0:
+                            self.save(self.ckpt_dir / LAST)
+                task.advance(
+                    1, loss=loss if finite else float("nan"), lr=self._lr(total),
+                    utt_s=utts / max(time.monotonic() - started, 1e-9),
+                )
+            task.close()
+            s.epoch, s.batch_in_epoch = s.epoch + 1, 0
+            self._end_epoch()
+        return s
+
+    def _forward_backward(self, batch: Batch, sync: bool) -> tuple[bool, float]:
+        """One batch: loss, agreement across ranks that it is finite, backward. Returns (finite, loss)."""
+        s, cfg = self.state, self.settings
+        feats = self.specaug(batch.feats, batch.feat_lens) if self.specaug is not None else batch.feats
+        quiet = self.net.no_sync() if self.dist.enabled and not sync else nullcontext()
+        with quiet:
+            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
+                out = self.net(feats, batch.feat_lens, batch.tokens_in, batch.target_lens)
+                loss, parts = joint_loss(
+                    out, batch.targets, batch.target_lens, self.dims, self.recipe.model.ctc_weight, cfg.label_smoothing
+                )
+            finite = self._all_finite(math.isfinite(parts["loss"]))
+            if finite:
+                (loss / cfg.accum_steps).backward()
+                s.nan_in_row = 0
+                return True, parts["loss"]
+        self._count_nan("loss")
+        return False, parts["loss"]
+
+    def _all_finite(self, finite: bool) -> bool:
+        """Every rank skips a batch together, or the next all-reduce would wait forever."""
+        if not self.dist.enabled:
+            return finite
+        flag = torch.tensor([1.0 if finite else 0.0], device=self.device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+        return bool(flag.item())
+
+    def _count_nan(self, what: str) -> None:
+        s = self.state
+        s.nan_skipped += 1
+        s.nan_in_row += 1
+        if s.nan_in_row >= self.settings.max_nan_in_row:
+            last = self.ckpt_dir / LAST
+            kept = f"the last good checkpoint is {last}" if last.is_file() else "no checkpoint was written yet"
+            raise SeqxError(
+                f"training stopped: {s.nan_in_row} non-finite {what}es in a row at step {s.step} "
+                f"(epoch {s.epoch + 1}, train.max_nan_in_row={self.settings.max_nan_in_row}); {kept}. "
+                "Check the features for NaN/inf, or lower train.lr"
+            )
+
+    def _lr(self, total: int) -> float:
+        cfg = self.settings
+        return learning_rate(self.state.step + 1, cfg.lr, cfg.warmup_steps, total, cfg.schedule)
+
+    def _optimizer_step(self, took: int, last_synced: bool, total: int) -> float | None:
+        """Step when the window had any finite batch; returns the learning rate used, None if skipped."""
+        if took == 0:
+            self.optimizer.zero_grad(set_to_none=True)
+            return None
+        if self.dist.enabled and not last_synced:
+            # the window's last batch was skipped, so its (syncing) backward never ran: average by hand
+            for p in self.model.parameters():
+                if p.grad is not None:
+                    dist.all_reduce(p.grad)
+                    p.grad /= self.dist.world_size
+        lr = self._lr(total)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        clip = self.settings.grad_clip if self.settings.grad_clip > 0 else float("inf")
+        norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
+        if not torch.isfinite(norm):  # same on every rank: the gradients are already all-reduced
+            self.optimizer.zero_grad(set_to_none=True)
+            self._count_nan("gradient")
+            return None
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.state.step += 1
+        return lr
+
+    # ------------------------------------------------------------- bookkeeping
+
+    def _log_step(self, lr: float, losses: list[float]) -> None:
+        s = self.state
+        if not self.dist.is_main or s.step % self.settings.log_every and s.step != 1:
+            return
+        loss = float(np.mean(losses)) if losses else float("nan")
+        self._log({"step": s.step, "epoch": s.epoch + 1, "loss": loss, "lr": lr, "nan_skipped": s.nan_skipped})
+        if self.tb is not None:
+            self.tb.add_scalar("train/loss", loss, s.step)
+            self.tb.add_scalar("train/lr", lr, s.step)
+
+    def _log(self, row: dict[str, Any]) -> None:
+        with (self.recipe.root / LOG).open("a") as handle:
+            handle.write(json.dumps(row) + "\n")
+
+    def _end_epoch(self) -> None:
+        s, cfg = self.state, self.settings
+        decision = [None]
+        if self.dist.is_main:
+            result = self.validate()
+            path = self.ckpt_dir / f"epoch-{s.epoch:03d}.pt"
+            previous = [e["wer"] for e in s.epochs]
+            improved = not previous or result.wer < min(previous)
+            s.bad_epochs = 0 if improved else s.bad_epochs + 1
+            s.epochs.append({"epoch": s.epoch, "step": s.step, "loss": result.loss, "wer": result.wer, "path": path.name})
+            stop = bool(cfg.early_stop_patience and s.bad_epochs >= cfg.early_stop_patience)
+            self._log({"step": s.step, "epoch": s.epoch, "valid_loss": result.loss, "valid_wer": result.wer, "valid_cer": result.cer})
+            if self.tb is not None:
+                self.tb.add_scalar("valid/loss", result.loss, s.step)
+                self.tb.add_scalar("valid/wer", result.wer, s.step)
+                self.tb.flush()
+            self.reporter.info(
+                f"epoch {s.epoch}: step {s.step}, valid loss {result.loss:.3f}, greedy WER {100 * result.wer:.1f}%"
+                + (f", {s.nan_skipped} non-finite skipped" if s.nan_skipped else "")
+            )
+            decision = [(s.bad_epochs, s.epochs, stop)]
+        if self.dist.enabled:
+            dist.broadcast_object_list(decision, src=0)
+            s.bad_epochs, s.epochs, stop = decision[0]
+        s.stopped_early = stop
+        self.save(self.ckpt_dir / s.epochs[-1]["path"], also_last=True)
+        if self.dist.is_main:
+            self._prune()
+
+    def validate(self, model: Seq2SeqTransformer | None = None) -> ValidResult:
+        return validate(model or self.model, self.valid_data, self.tokenizer, self.recipe, self.device, self.autocast)
+
+    def best_paths(self) -> list[Path]:
+        ranked = sorted(self.state.epochs, key=lambda e: (e["wer"], e["loss"], -e["epoch"]))
+        return [self.ckpt_dir / e["path"] for e in ranked[: self.settings.average_best]]
+
+    def _prune(self) -> None:
+        """Keep the last `keep_last` epoch checkpoints and the `average_best` best ones."""
+        keep = {e["path"] for e in self.state.epochs[-self.settings.keep_last :]} | {p.name for p in self.best_paths()}
+        for path in self.ckpt_dir.glob("epoch-*.pt"):
+            if path.name not in keep:
+                path.unlink(missing_ok=True)
+
+    def save(self, path: Path, also_last: bool = False) -> None:
+        """Collective (every rank's RNG state is gathered); rank 0 writes, atomically."""
+        states = [rng_state(self.device)]
+        if self.dist.enabled:
+            states = [None] * self.dist.world_size
+            dist.all_gather_object(states, rng_state(self.device))
+        if not self.dist.is_main:
+            return
+        sampler = self.sampler.state_dict()
+        sampler.update(epoch=self.state.epoch, position=self.state.batch_in_epoch)
+        save_checkpoint(path, {
+            "run_key": self.run_key,
+            "dims": self.dims.to_dict(),
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "state": asdict(self.state),
+            "sampler": sampler,
+            "rng": states,
+        })
+        if also_last:
+            _link_or_copy(path, self.ckpt_dir / LAST)
+
+    def averaged_model(self) -> Seq2SeqTransformer:
+        """The model with the best checkpoints' weights averaged (rank 0)."""
+        paths = [p for p in self.best_paths() if p.is_file()]
+        model = Seq2SeqTransformer(self.dims).to(self.device)
+        model.load_state_dict(average_checkpoints(paths) if paths else self.model.state_dict())
+        return model.eval()
+
+    def close(self) -> None:
+        if self.tb is not None:
+            self.tb.close()
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    tmp = dst.with_name(dst.name + f".tmp{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(src, tmp)
+    except OSError:
+        shutil.copyfile(src, tmp)
+    os.replace(tmp, dst)
+
+
+def _truncate_log(path: Path, step: int) -> None:
+    """Drop log rows written after the checkpoint we resume from: they will be written again."""
+    if not path.is_file():
+        return
+    rows = [line for line in path.read_text().splitlines() if line.strip() and json.loads(line).get("step", 0) <= step]
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(r + "\n" for r in rows))
+    os.replace(tmp, path)
