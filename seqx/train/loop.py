@@ -46,6 +46,25 @@ LOG = "train_log.jsonl"
 
 
 @dataclass
+class TrainReport:
+    bundle_dir: str
+    fresh: bool  # True: the bundle was up to date, nothing was trained
+    device: str
+    world_size: int = 1
+    parameters: int = 0
+    epochs: int = 0  # epochs completed
+    steps: int = 0  # optimizer steps
+    best_valid_wer: float | None = None  # greedy, on at most train.valid_max_utts valid utterances
+    best_epoch: int | None = None
+    bundle_valid_wer: float | None = None  # the averaged model in the bundle, same utterances
+    skipped_batches: int = 0  # non-finite losses (or gradients) skipped
+    stopped_early: bool = False
+    resumed_from_step: int | None = None
+    wall_seconds: float = 0.0  # this invocation
+    averaged: list[str] = field(default_factory=list)  # checkpoints averaged into the bundle
+
+
+@dataclass
 class TrainState:
     """The loop's own counters, saved beside the weights and optimizer."""
 

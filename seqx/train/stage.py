@@ -1,18 +1,39 @@
-"""`seqx train`: run any missing earlier stage, then train (or resume), then write the bundle."""
+"""`seqx train`: run any missing earlier stage, then train (or resume), then write the bundle.
+
+    recipe --for_device--> data, featurize, tokenize (cached) --> Trainer.fit() --> average best --> exp/NAME/model/
+
+Two fingerprints: the run key (everything that shapes the weights: model and
+train settings, SpecAugment, the exact features and tokenizer) decides whether
+a checkpoint may be resumed; the bundle key (run key + decode settings) decides
+whether there is anything to do at all.
+"""
 
 from __future__ import annotations
+
+import os
+import shutil
+import time
 
 import torch
 
 from seqx.data.stage import run_data_stage
 from seqx.errors import SeqxError
+from seqx.featurize.cmvn import Cmvn
 from seqx.featurize.stage import run_featurize_stage
+from seqx.featurize.store import FeatureStore
+from seqx.model.bundle import save_bundle
+from seqx.model.dims import ModelDimensions
+from seqx.model.transformer import count_parameters
 from seqx.recipe import Recipe
 from seqx.report import Collect, Reporter
 from seqx.stage import STAMP_NAME, fingerprint, is_fresh, mark_done
 from seqx.tokenize.stage import run_tokenize_stage
-from seqx.train.distributed import cleanup, init_distributed
-from seqx.train.loop import Trainer, TrainReport
+from seqx.tokenize.tokenizer import Tokenizer
+from seqx.train.dataset import UtteranceDataset
+from seqx.train.distributed import DistInfo, barrier, cleanup, init_distributed
+from seqx.train.loop import LAST, LOG, Trainer, TrainReport
+
+__all__ = ["run_train_stage", "TrainReport", "pick_device", "run_key"]
 
 
 def pick_device(requested: str) -> torch.device:
@@ -20,10 +41,12 @@ def pick_device(requested: str) -> torch.device:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if requested.startswith("cuda") and not torch.cuda.is_available():
         raise SeqxError(f"train.device: {requested} asked for, but no CUDA device is available")
+    if requested != "cpu" and not requested.startswith("cuda"):
+        raise SeqxError(f"train.device: {requested!r} is not a device (auto, cpu, cuda, cuda:N)")
     return torch.device(requested)
 
 
-def train_key(recipe: Recipe) -> str:
+def run_key(recipe: Recipe) -> str:
     """What decides the trained weights: settings and the exact inputs (device and logging excluded)."""
     train = recipe.train.model_dump(exclude={"device", "log_every", "workers", "save_every_steps"})
     # the earlier stages' stamps say exactly which features and tokenizer the weights were made from
@@ -34,26 +57,84 @@ def train_key(recipe: Recipe) -> str:
 def run_train_stage(
     recipe: Recipe, reporter: Reporter | None = None, device: str | None = None, restart: bool = False
 ) -> TrainReport:
+    """Train the recipe's model into exp/NAME/model/, resuming from checkpoints/last.pt when there is one.
+
+    Under torchrun (WORLD_SIZE > 1) every rank calls this; rank 0 prepares the data, writes
+    checkpoints, logs and the bundle, and returns the report; the others return one too.
+    """
     reporter = reporter or Collect()
+    started = time.monotonic()
     target = pick_device(device or recipe.train.device)
     recipe = recipe.for_device(target.type)
     dist = init_distributed(target.type)
     if dist.enabled and target.type == "cuda":
         target = torch.device("cuda", dist.local_rank)
-    quiet = reporter if dist.is_main else Collect()
+    elif target.type == "cuda" and target.index is None:
+        target = torch.device("cuda", torch.cuda.current_device())
+    said = reporter if dist.is_main else Collect()  # other ranks stay silent
+    deterministic = torch.are_deterministic_algorithms_enabled()
     try:
         if dist.is_main:  # earlier stages once, by rank 0; the others wait for them
-            run_data_stage(recipe, quiet)  # cheap when up to date; redoes the corpus when its settings changed
-            run_featurize_stage(recipe, quiet)
-            run_tokenize_stage(recipe, quiet)
-        if dist.enabled:
-            torch.distributed.barrier()
-        key = train_key(recipe)
-        if not restart and is_fresh(recipe.bundle_dir, key):
-            return TrainReport(bundle_dir=str(recipe.bundle_dir), fresh=True, device=str(target))
-        report = Trainer(recipe, target, quiet, dist, key).run(restart)
+            run_data_stage(recipe, said)  # cheap when up to date; redoes the corpus when its settings changed
+            run_featurize_stage(recipe, said)
+            run_tokenize_stage(recipe, said)
+        barrier(dist)
+        key = run_key(recipe)
+        bundle_key = fingerprint(key, recipe.decode)
+        if not restart and is_fresh(recipe.bundle_dir, bundle_key):
+            said.info(f"train: model up to date ({recipe.bundle_dir}), nothing to do")
+            return TrainReport(str(recipe.bundle_dir), True, str(target), dist.world_size)
+        if recipe.train.deterministic:
+            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # cuBLAS needs it for determinism
+            torch.use_deterministic_algorithms(True, warn_only=True)
+        report = _train(recipe, target, dist, said, key, restart)
+        report.wall_seconds = time.monotonic() - started
         if dist.is_main:
-            mark_done(recipe.bundle_dir, key)
+            mark_done(recipe.bundle_dir, bundle_key, steps=report.steps, best_valid_wer=report.best_valid_wer)
+        barrier(dist)
         return report
     finally:
+        torch.use_deterministic_algorithms(deterministic)
         cleanup(dist)
+
+
+def _train(recipe: Recipe, device: torch.device, dist: DistInfo, reporter: Reporter, key: str, restart: bool) -> TrainReport:
+    if restart and dist.is_main:
+        for old in (recipe.checkpoint_dir, recipe.tb_dir, recipe.bundle_dir):
+            shutil.rmtree(old, ignore_errors=True)
+        (recipe.root / LOG).unlink(missing_ok=True)
+    barrier(dist)
+    tokenizer = Tokenizer.load(recipe.tokenizer_dir)
+    cmvn = Cmvn.load(recipe.feats_dir / "cmvn.json")
+    train_store, valid_store = FeatureStore(recipe.feats_dir / "train"), FeatureStore(recipe.feats_dir / "valid")
+    if len(train_store) == 0:
+        raise SeqxError(f"{recipe.feats_dir / 'train'}: no training utterances")
+    dims = ModelDimensions.from_settings(recipe.model, train_store.n_feats, tokenizer)
+    trainer = Trainer(
+        recipe, dims, UtteranceDataset(train_store, tokenizer, cmvn), UtteranceDataset(valid_store, tokenizer, cmvn),
+        tokenizer, device, dist, reporter, key,
+    )
+    report = TrainReport(str(recipe.bundle_dir), False, str(device), dist.world_size, count_parameters(trainer.model))
+    try:
+        last = recipe.checkpoint_dir / LAST
+        if last.is_file():
+            trainer.resume(last)
+            report.resumed_from_step = trainer.state.step
+            reporter.info(f"train: resuming from {last} (epoch {trainer.state.epoch + 1}, step {trainer.state.step})")
+        state = trainer.fit()
+        report.epochs, report.steps, report.skipped_batches = state.epoch, state.step, state.nan_skipped
+        report.stopped_early = state.stopped_early
+        if state.epochs:
+            best = min(state.epochs, key=lambda e: (e["wer"], e["loss"], -e["epoch"]))
+            report.best_valid_wer, report.best_epoch = best["wer"], best["epoch"]
+        if dist.is_main:
+            model = trainer.averaged_model()
+            report.averaged = [p.name for p in trainer.best_paths() if p.is_file()]
+            report.bundle_valid_wer = trainer.validate(model).wer
+            save_bundle(recipe.bundle_dir, model, recipe.features, recipe.data.sample_rate, cmvn, tokenizer, recipe.decode,
+                        extra={"train": {"steps": state.step, "epochs": state.epoch, "averaged": report.averaged,
+                                         "valid_wer": report.bundle_valid_wer}})
+            reporter.info(f"train: bundle written to {recipe.bundle_dir} (averaged {', '.join(report.averaged)})")
+    finally:
+        trainer.close()
+    return report

@@ -1,0 +1,60 @@
+"""Checkpoints: atomic writes, averaging of known state dicts, the schedule as a pure function."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import torch
+
+from seqx.train.checkpoint import average_checkpoints, load_checkpoint, save_checkpoint
+from seqx.train.schedule import learning_rate
+
+
+def test_average_of_two_known_state_dicts(tmp_path: Path) -> None:
+    a = {"w": torch.tensor([[1.0, 2.0], [3.0, 4.0]]), "b": torch.tensor([0.5]), "steps": torch.tensor(3)}
+    b = {"w": torch.tensor([[3.0, 6.0], [-3.0, 0.0]]), "b": torch.tensor([1.5]), "steps": torch.tensor(7)}
+    save_checkpoint(tmp_path / "a.pt", {"model": a})
+    save_checkpoint(tmp_path / "b.pt", {"model": b})
+    avg = average_checkpoints([tmp_path / "a.pt", tmp_path / "b.pt"])
+    assert torch.equal(avg["w"], torch.tensor([[2.0, 4.0], [0.0, 2.0]]))
+    assert torch.equal(avg["b"], torch.tensor([1.0]))
+    assert avg["w"].dtype == torch.float32
+    assert int(avg["steps"]) in (3, 7)  # integer buffers are not averaged
+    # one checkpoint averages to itself
+    assert torch.equal(average_checkpoints([tmp_path / "a.pt"])["w"], a["w"])
+
+
+def test_averaging_a_real_model_keeps_it_loadable(tmp_path: Path) -> None:
+    from seqx.model.dims import ModelDimensions
+    from seqx.model.transformer import Seq2SeqTransformer
+
+    dims = ModelDimensions(n_feats=8, vocab_size=12, d_model=16, heads=2, enc_layers=1, dec_layers=1, d_ff=32)
+    models = [Seq2SeqTransformer(dims) for _ in range(2)]
+    for i, m in enumerate(models):
+        save_checkpoint(tmp_path / f"{i}.pt", {"model": m.state_dict()})
+    avg = average_checkpoints([tmp_path / "0.pt", tmp_path / "1.pt"])
+    target = Seq2SeqTransformer(dims)
+    target.load_state_dict(avg)
+    name = next(k for k, v in avg.items() if v.is_floating_point() and v.dim() == 2)
+    expected = (models[0].state_dict()[name] + models[1].state_dict()[name]) / 2
+    assert torch.allclose(target.state_dict()[name], expected)
+
+
+def test_save_is_atomic_and_leaves_no_temporary_files(tmp_path: Path) -> None:
+    path = tmp_path / "ck" / "last.pt"
+    save_checkpoint(path, {"step": 1})
+    save_checkpoint(path, {"step": 2})
+    assert load_checkpoint(path)["step"] == 2
+    assert [p.name for p in path.parent.iterdir()] == ["last.pt"]
+
+
+def test_schedules_warm_up_then_decay() -> None:
+    peak, warmup, total = 1e-3, 10, 100
+    for kind in ("cosine", "noam"):
+        lrs = [learning_rate(s, peak, warmup, total, kind) for s in range(1, total + 1)]
+        assert all(x < y for x, y in zip(lrs[:warmup - 1], lrs[1:warmup])), kind  # rising
+        assert math.isclose(max(lrs), peak) and lrs.index(max(lrs)) == warmup - 1, kind
+        assert all(x >= y for x, y in zip(lrs[warmup:], lrs[warmup + 1:])), kind  # falling
+        assert lrs == [learning_rate(s, peak, warmup, total, kind) for s in range(1, total + 1)]  # pure
+    assert math.isclose(learning_rate(total, peak, warmup, total, "cosine"), 0.1 * peak)
