@@ -65,6 +65,18 @@ def test_mfcc_matches_librosa(speech: torch.Tensor) -> None:
     np.testing.assert_allclose(ours, ref, atol=5e-2)
 
 
+@pytest.mark.parametrize("kind", ["fbank", "mfcc"])
+def test_same_as_torchaudio_transforms(speech: torch.Tensor, kind: str) -> None:
+    """The hand-written power spectrum is the transforms' own computation, only faster."""
+    mel = dict(n_fft=512, win_length=400, hop_length=160, n_mels=64, pad_mode="constant")
+    ours = FeatureExtractor(FeatureSettings(kind=kind, n_mels=64, n_mfcc=20), RATE)(speech)
+    if kind == "fbank":
+        ref = torchaudio.transforms.MelSpectrogram(RATE, power=2.0, **mel)(speech).clamp(min=LOG_FLOOR).log().T
+    else:
+        ref = torchaudio.transforms.MFCC(RATE, n_mfcc=20, melkwargs=mel)(speech).T
+    torch.testing.assert_close(ours, ref, atol=1e-3, rtol=1e-4)
+
+
 def test_kaldi_fbank_matches_torchaudio_reference(speech: torch.Tensor) -> None:
     ours = FeatureExtractor(FeatureSettings(kind="fbank", kaldi=True, n_mels=40), RATE)(speech)
     ref = torchaudio.compliance.kaldi.fbank(

@@ -28,15 +28,18 @@ def featurize(
     with RichReporter() as reporter:
         report = run_featurize_stage(loaded, reporter, force=force)
     if json_out:
-        out.print_json(json.dumps({**asdict(report), "xrt": {s: v.xrt for s, v in report.splits.items()}}))
+        raw = asdict(report)
+        for split, stats in report.splits.items():
+            raw["splits"][split]["xrt"] = stats.xrt
+        out.print_json(json.dumps(raw))
         return
     if report.fresh:
-        out.print(f"featurize: up to date ({report.out_dir}), nothing to do")
-        return
-    table = Table(title=f"features: {loaded.features.kind} x {loaded.features.n_feats}")
+        out.print(f"featurize: up to date ({report.out_dir}), nothing to do; figures from the run that made it")
+    title = f"features: {loaded.features.kind} x {report.n_feats}{' (kaldi)' if loaded.features.kaldi else ''}"
+    table = Table(title=title)
     for column in ("split", "utterances", "hours", "frames", "x real time", "skipped"):
         table.add_column(column, justify="left" if column == "split" else "right")
     for split, stats in report.splits.items():
-        skipped = sum(1 for path, _ in report.skipped if f"/{split}/" in path)
-        table.add_row(split, str(stats.utterances), f"{stats.audio_seconds / 3600:.2f}", f"{stats.frames:,}", f"{stats.xrt:,.0f}", str(skipped))
+        hours = f"{stats.audio_seconds / 3600:.2f}"
+        table.add_row(split, str(stats.utterances), hours, f"{stats.frames:,}", f"{stats.xrt:,.0f}", str(stats.skipped))
     out.print(table)

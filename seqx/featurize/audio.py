@@ -38,8 +38,7 @@ def load_audio(path: str | Path, sample_rate: int) -> torch.Tensor:
     if path.stat().st_size == 0:
         raise AudioError(path, "empty file (0 bytes)")
     try:
-        samples, rate = sf.read(path, dtype="float32", always_2d=True)
-        samples = samples.mean(axis=1)
+        samples, rate = sf.read(path, dtype="float32")  # ints scaled to [-1, 1) by libsndfile
     except (RuntimeError, sf.LibsndfileError, TypeError) as err:
         if path.suffix.lower() in SOUNDFILE_ONLY:  # libsndfile owns these formats: a second opinion cannot help
             raise AudioError(path, f"unreadable audio ({_first_line(err)})") from None
@@ -49,6 +48,8 @@ def load_audio(path: str | Path, sample_rate: int) -> torch.Tensor:
                 samples, rate = librosa.load(path, sr=None, mono=True)
         except Exception as err:  # audioread raises many unrelated types
             raise AudioError(path, f"unreadable or unsupported audio ({type(err).__name__})") from None
+    if samples.ndim == 2:  # (T, channels): mix down
+        samples = samples.mean(axis=1, dtype=np.float32)
     if samples.size == 0:
         raise AudioError(path, "empty audio (no samples)")
     if not np.isfinite(samples).all():

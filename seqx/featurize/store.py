@@ -27,6 +27,13 @@ def _shard_name(i: int) -> str:
     return f"shard-{i:05d}.f16"
 
 
+def to_float16(frames: np.ndarray) -> np.ndarray:
+    """Frames as the store keeps them: C-contiguous float16, clipped so a wild value is large, never inf."""
+    if frames.dtype == np.float16 and frames.flags.c_contiguous:
+        return frames
+    return np.ascontiguousarray(np.clip(frames, -F16_MAX, F16_MAX), dtype=np.float16)
+
+
 class FeatureStoreWriter:
     def __init__(self, folder: str | Path, n_feats: int, shard_mb: int = 1024) -> None:
         self.folder = Path(folder)
@@ -54,8 +61,7 @@ class FeatureStoreWriter:
         self.shard.append(len(self.shards) - 1)
         self.offset.append(self.shards[-1])
         self.length.append(frames.shape[0])
-        # clipped to float16's range so a wild value is stored as large, never as inf
-        stored = np.ascontiguousarray(np.clip(frames, -F16_MAX, F16_MAX), dtype=np.float16)
+        stored = to_float16(frames)
         self._handle.write(stored.tobytes())
         self.shards[-1] += frames.shape[0]
         return stored

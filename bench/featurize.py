@@ -1,0 +1,120 @@
+"""Throughput of the featurize stage, in times faster than real time, beside librosa's own MFCC loop.
+
+Usage:
+    .venv/bin/python bench/featurize.py                  # 300 espeak-ng commands, 1 and 2 workers
+    .venv/bin/python bench/featurize.py --files 1000 --workers 1 2 4 --json
+    .venv/bin/python bench/featurize.py --kind mfcc      # MFCC instead of log-Mel
+
+The audio is real speech made by espeak-ng (22.05 kHz, so every file is
+resampled to 16 kHz, as synthesized or downloaded corpora usually must be); it
+is made once and reused from --cache. The stage is timed whole, with
+`force=True`: read + resample + features + float16 store + CMVN, pool start-up
+included. The librosa loop (librosa.load at 16 kHz + librosa.feature.mfcc,
+same window, hop and n_mels) runs over the same files in the same process,
+after one warm-up call so numba's compile time is not counted against it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import soundfile as sf
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from seqx.data.grammar import expand_grammar  # noqa: E402
+from seqx.featurize.stage import run_featurize_stage  # noqa: E402
+from seqx.recipe import load_recipe, recipe_from_dict  # noqa: E402
+
+VOICES = ["en-us", "en-gb", "en-us+f3", "en-gb-scotland", "en-us+m3", "en-029"]
+
+
+def make_audio(folder: Path, n: int) -> list[tuple[Path, str]]:
+    """n espeak-ng commands from the default recipe's grammar, made once (4 espeak-ng processes at a time)."""
+    synth = load_recipe("recipes/commands.yaml").data.synth
+    commands = expand_grammar(synth.templates, synth.slots)
+    folder.mkdir(parents=True, exist_ok=True)
+    jobs = [(folder / f"c{i:05d}.wav", commands[(i * 7919) % len(commands)], VOICES[i % len(VOICES)]) for i in range(n)]
+
+    def one(job: tuple[Path, str, str]) -> None:
+        path, text, voice = job
+        if not path.is_file() or path.stat().st_size == 0:
+            wav = subprocess.run(["espeak-ng", "-v", voice, "--stdout", text], capture_output=True, check=True).stdout
+            path.write_bytes(wav)
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(one, jobs))
+    return [(path, text) for path, text, _ in jobs]
+
+
+def write_manifests(data_dir: Path, files: list[tuple[Path, str]]) -> None:
+    """Every file in train (the split the stage also takes CMVN over); valid/test get one file each."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    rows = [{"id": p.stem, "audio": str(p), "text": t, "duration": 0.0, "speaker": "s"} for p, t in files]
+    for split, part in (("train", rows), ("valid", rows[:1]), ("test", rows[:1])):
+        (data_dir / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in part))
+
+
+def time_stage(root: Path, files: list[tuple[Path, str]], kind: str, workers: int) -> float:
+    recipe = recipe_from_dict({"name": "bench", "exp_dir": str(root), "features": {"kind": kind, "workers": workers}})
+    write_manifests(recipe.data_dir, files)
+    start = time.perf_counter()
+    run_featurize_stage(recipe, force=True)
+    return time.perf_counter() - start
+
+
+def time_librosa(files: list[tuple[Path, str]]) -> float:
+    import librosa
+
+    def mfcc(path: Path) -> None:
+        y, _ = librosa.load(path, sr=16000)
+        librosa.feature.mfcc(y=y, sr=16000, n_mfcc=40, n_fft=512, hop_length=160, win_length=400, n_mels=80)
+
+    mfcc(files[0][0])  # warm-up: numba compiles on first use
+    start = time.perf_counter()
+    for path, _ in files:
+        mfcc(path)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=300)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--kind", choices=["fbank", "mfcc"], default="fbank")
+    parser.add_argument("--repeat", type=int, default=3, help="best of N runs per setting (the box is shared)")
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "seqx-bench-featurize")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+
+    files = make_audio(args.cache / "wavs", args.files)
+    audio_s = sum(sf.info(str(p)).duration for p, _ in files)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for workers in args.workers:
+            # valid and test hold one file each, so the figure is ~all train: len(files) + 2 utterances
+            seconds = min(time_stage(Path(tmp), files, args.kind, workers) for _ in range(args.repeat))
+            rows.append({"what": f"seqx featurize ({args.kind}), {workers} worker(s)", "seconds": seconds, "xrt": (audio_s * 1.0) / seconds})
+    librosa_s = min(time_librosa(files) for _ in range(args.repeat))
+    rows.append({"what": "librosa.load + librosa.feature.mfcc loop", "seconds": librosa_s, "xrt": audio_s / librosa_s})
+    for row in rows:
+        row["vs_librosa"] = librosa_s / row["seconds"]
+    result = {"files": len(files), "audio_seconds": audio_s, "rows": rows}
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return
+    print(f"{len(files)} files, {audio_s:.0f} s of audio (espeak-ng, 22.05 kHz -> 16 kHz), best of {args.repeat}")
+    print(f"{'':48} {'seconds':>8} {'x real time':>12} {'vs librosa':>11}")
+    for row in rows:
+        print(f"{row['what']:48} {row['seconds']:8.3f} {row['xrt']:12,.0f} {row['vs_librosa']:10.1f}x")
+
+
+if __name__ == "__main__":
+    main()
