@@ -1,0 +1,148 @@
+"""Text normalization, the sentencepiece tokenizer (round trip, fixed special ids, vocab-size error) and its stage."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from seqx.data.grammar import expand_grammar
+from seqx.errors import SeqxError
+from seqx.recipe import TokenizerSettings, load_recipe, recipe_from_dict
+from seqx.tokenize.stage import run_tokenize_stage
+from seqx.tokenize.text import normalize_text, number_words
+from seqx.tokenize.tokenizer import Tokenizer, train_tokenizer
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def commands() -> list[str]:
+    """Every command of the default recipe's grammar (332 of them): a small real corpus."""
+    synth = load_recipe(REPO / "recipes/commands.yaml").data.synth
+    return expand_grammar(synth.templates, synth.slots)
+
+
+@pytest.mark.parametrize(
+    ("n", "words"),
+    [(0, "zero"), (7, "seven"), (15, "fifteen"), (40, "forty"), (42, "forty two"), (100, "one hundred"),
+     (305, "three hundred five"), (1000, "one thousand"), (2024, "two thousand twenty four"),
+     (9999, "nine thousand nine hundred ninety nine")],
+)  # fmt: skip
+def test_number_words(n: int, words: str) -> None:
+    assert number_words(n) == words
+
+
+def test_normalize_text_settings() -> None:
+    default = TokenizerSettings()
+    assert normalize_text("Set a timer for 15 minutes!", default) == "set a timer for fifteen minutes"
+    assert normalize_text("  Don't  STOP, \"now\"... ", default) == "don't stop now"
+    assert normalize_text("volume-up 3", default) == "volume up three"
+    assert normalize_text("", default) == ""
+    keep = TokenizerSettings(lowercase=False, punctuation="keep", numbers="keep")
+    assert normalize_text("Set a timer for 15 minutes!", keep) == "Set a timer for 15 minutes!"
+    # idempotent: normalizing twice changes nothing (training and scoring may both apply it)
+    for text in ("Set a timer for 15 minutes!", "Don't stop", "room 101, please"):
+        once = normalize_text(text, default)
+        assert normalize_text(once, default) == once
+
+
+@pytest.mark.parametrize("kind", ["bpe", "unigram", "char"])
+def test_round_trip_and_special_ids(tmp_path: Path, commands: list[str], kind: str) -> None:
+    raw = [c.title() + "!" for c in commands] + ["set a timer for 15 minutes", ""]  # empty lines are skipped
+    tokenizer = train_tokenizer(raw, tmp_path, TokenizerSettings(kind=kind, vocab_size=100))
+    # the ids are fixed up front and looked up by name, whatever the kind
+    ids = (tokenizer.pad_id, tokenizer.unk_id, tokenizer.bos_id, tokenizer.eos_id, tokenizer.blank_id)
+    assert ids == (0, 1, 2, 3, 4)
+    assert tokenizer.id_to_piece(tokenizer.blank_id) == "<blank>"
+    for text in raw:
+        encoded = tokenizer.encode(text)
+        assert not set(encoded) & tokenizer.special_ids  # no bos/eos/blank/unk in a training sentence
+        assert tokenizer.decode(encoded) == normalize_text(text, tokenizer.settings)
+    # decode skips special ids (a CTC path or a hypothesis with eos)
+    assert tokenizer.decode([tokenizer.bos_id, *tokenizer.encode("scroll up"), tokenizer.blank_id, tokenizer.eos_id]) == "scroll up"
+    loaded = Tokenizer.load(tmp_path)
+    assert loaded.settings == tokenizer.settings and loaded.encode("find my files") == tokenizer.encode("find my files")
+
+
+def test_special_ids_stable_across_corpora_and_sizes(tmp_path: Path, commands: list[str]) -> None:
+    seen = set()
+    for i, (texts, size) in enumerate([(commands, 64), (commands[::3], 96), (["hello world"] * 3 + commands[:5], 40)]):
+        tok = train_tokenizer(texts, tmp_path / str(i), TokenizerSettings(vocab_size=size))
+        seen.add((tok.pad_id, tok.unk_id, tok.bos_id, tok.eos_id, tok.blank_id))
+    assert seen == {(0, 1, 2, 3, 4)}
+
+
+@pytest.mark.parametrize("kind", ["bpe", "unigram"])
+def test_too_large_vocab_names_the_largest_that_works(tmp_path: Path, commands: list[str], kind: str) -> None:
+    texts = commands[:40]
+    with pytest.raises(SeqxError, match=r"tokenizer.vocab_size: 5000 .* the largest that works is (\d+)") as err:
+        train_tokenizer(texts, tmp_path / "a", TokenizerSettings(kind=kind, vocab_size=5000))
+    largest = int(str(err.value).rsplit(" ", 1)[1])
+    assert train_tokenizer(texts, tmp_path / "b", TokenizerSettings(kind=kind, vocab_size=largest)).vocab_size == largest
+
+
+def test_no_transcripts_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(SeqxError, match="no non-empty training transcripts"):
+        train_tokenizer(["", "  ", "!!"], tmp_path, TokenizerSettings())
+
+
+def _recipe(root: Path, **tokenizer: object):
+    return recipe_from_dict(
+        {
+            "name": "t",
+            "exp_dir": str(root),
+            "data": {"source": "manifest", "manifest": {"train": str(root / "src.jsonl")}},
+            "tokenizer": {"vocab_size": 60, **tokenizer},
+        }
+    )
+
+
+def _write_manifests(recipe, commands: list[str]) -> None:
+    recipe.data_dir.mkdir(parents=True, exist_ok=True)
+    for split, texts in (("train", commands), ("valid", commands[:3]), ("test", commands[3:6])):
+        rows = [{"id": f"{split}{i}", "audio": f"/nowhere/{i}.wav", "text": t, "duration": 1.0, "speaker": "s"} for i, t in enumerate(texts)]
+        (recipe.data_dir / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_stage_is_cached_and_retrains_on_changed_settings(tmp_path: Path, commands: list[str]) -> None:
+    recipe = _recipe(tmp_path)
+    _write_manifests(recipe, commands)
+    first = run_tokenize_stage(recipe)
+    assert not first.fresh and first.vocab_size == 60 and first.sentences == len(commands)
+    model = recipe.tokenizer_dir / "bpe.model"
+    stamp = model.stat().st_mtime_ns
+    assert run_tokenize_stage(recipe).fresh and model.stat().st_mtime_ns == stamp
+    assert json.loads((recipe.tokenizer_dir / "tokenizer.json").read_text())["vocab_size"] == 60
+    changed = run_tokenize_stage(_recipe(tmp_path, vocab_size=80))
+    assert not changed.fresh and changed.vocab_size == 80
+    assert run_tokenize_stage(_recipe(tmp_path, vocab_size=80), force=True).fresh is False
+
+
+def test_cli_show_prints_pieces_and_ids(tmp_path: Path, commands: list[str]) -> None:
+    import importlib
+
+    from seqx.cli.app import COMMAND_MODULES, app
+
+    for name in COMMAND_MODULES:  # as main() does: with one command registered, typer would drop its name
+        try:
+            importlib.import_module(f"seqx.cli.{name}")
+        except ModuleNotFoundError:
+            pass
+
+    recipe = _recipe(tmp_path)
+    _write_manifests(recipe, commands)
+    path = tmp_path / "r.yaml"
+    path.write_text(
+        f"name: t\nexp_dir: {tmp_path}\ndata:\n  source: manifest\n  manifest:\n    train: {tmp_path / 'src.jsonl'}\n"
+        "tokenizer:\n  vocab_size: 60\n"
+    )
+    result = CliRunner().invoke(app, ["tokenize", str(path), "--show", "Find my files!", "--json"])
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.stdout)
+    tokenizer = Tokenizer.load(recipe.tokenizer_dir)
+    assert shown["text"] == "find my files"
+    assert shown["ids"] == tokenizer.encode("find my files") and len(shown["pieces"]) == len(shown["ids"])
+    assert "".join(shown["pieces"]).replace("\u2581", " ").strip() == "find my files"
