@@ -183,9 +183,13 @@ class _featurizer:
 
     def __exit__(self, *exc: object) -> None:
         torch.set_num_threads(self.threads)  # leave the caller's setting as it was
-        if self.pool is not None:
-            self.pool.terminate() if exc[0] is not None else self.pool.close()
-            self.pool.join()
+        if self.pool is None:
+            return
+        if exc[0] is not None:
+            self.pool.terminate()  # an error or Ctrl-C: do not wait for the queued files
+        else:
+            self.pool.close()
+        self.pool.join()
 
 
 def _save_summary(out_dir: Path, report: FeaturizeReport) -> None:
