@@ -158,6 +158,7 @@ class ModelSettings(_Section):
     dropout: float = Field(0.1, ge=0.0, lt=1.0)
     norm: Literal["pre", "post"] = "pre"  # post-LN is the paper's; pre-LN trains more easily
     frontend: Literal["none", "linear", "conv2d"] = "conv2d"
+    conv_channels: int = Field(0, ge=0, le=4096)  # conv2d channels; 0 = d_model. Fewer: a cheaper front-end
     ctc_weight: float = Field(0.3, ge=0.0, le=1.0)  # 0 = no CTC head
     tie_embeddings: bool = True
     max_positions: int = Field(4096, ge=16)  # longest sequence the sinusoidal table covers

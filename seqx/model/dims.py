@@ -31,6 +31,7 @@ class ModelDimensions:
     dropout: float = 0.1
     norm_first: bool = True  # pre-LN (True) trains more easily; post-LN (False) is the paper's
     frontend: str = "conv2d"  # "none" | "linear" | "conv2d"
+    conv_channels: int = 0  # conv2d channels; 0 = d_model (fewer make the front-end much cheaper on a CPU)
     ctc: bool = True  # auxiliary CTC head on the encoder
     tie_embeddings: bool = True  # output projection shares the token embedding matrix
     max_positions: int = 4096  # longest sequence (frames after the front-end, or tokens)
@@ -78,6 +79,7 @@ class ModelDimensions:
             dropout=model.dropout,
             norm_first=model.norm == "pre",
             frontend=model.frontend,
+            conv_channels=model.conv_channels,
             ctc=model.ctc_weight > 0,
             tie_embeddings=model.tie_embeddings,
             max_positions=model.max_positions,

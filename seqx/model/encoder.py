@@ -15,7 +15,7 @@ from seqx.model.positions import sinusoids
 class Encoder(nn.Module):
     def __init__(self, dims: ModelDimensions) -> None:
         super().__init__()
-        self.frontend = FrontEnd(dims.frontend, dims.n_feats, dims.d_model)
+        self.frontend = FrontEnd(dims.frontend, dims.n_feats, dims.d_model, dims.conv_channels)
         self.register_buffer("positions", sinusoids(dims.max_positions, dims.d_model), persistent=False)
         self.drop = nn.Dropout(dims.dropout)
         self.blocks = nn.ModuleList(

@@ -28,19 +28,20 @@ def conv_out_len(lens: Tensor) -> Tensor:
 class FrontEnd(nn.Module):
     """forward(feats (B, T, F), lens (B,)) -> (x (B, T', D), lens' (B,))."""
 
-    def __init__(self, kind: str, n_feats: int, d_model: int) -> None:
+    def __init__(self, kind: str, n_feats: int, d_model: int, channels: int = 0) -> None:
         super().__init__()
         self.kind = kind
         if kind == "linear":
             self.proj = nn.Linear(n_feats, d_model)
         elif kind == "conv2d":
+            channels = channels or d_model
             self.conv = nn.Sequential(
-                nn.Conv2d(1, d_model, KERNEL, STRIDE), nn.ReLU(), nn.Conv2d(d_model, d_model, KERNEL, STRIDE), nn.ReLU()
+                nn.Conv2d(1, channels, KERNEL, STRIDE), nn.ReLU(), nn.Conv2d(channels, channels, KERNEL, STRIDE), nn.ReLU()
             )
             freq = conv_out_len(conv_out_len(torch.tensor(n_feats))).item()
             if freq < 1:
                 raise ValueError(f"front-end conv2d needs at least {CONV_MIN_FRAMES} features per frame, got {n_feats}")
-            self.proj = nn.Linear(d_model * int(freq), d_model)
+            self.proj = nn.Linear(channels * int(freq), d_model)
         elif kind != "none":
             raise ValueError(f"unknown front-end {kind!r}")
 
