@@ -160,9 +160,15 @@ def _render_to_file(job: tuple[Plan, int, str]) -> tuple[str, float, str | None]
 
 
 def check_engines(plans: list[Plan]) -> None:
+    """Fail once, clearly, when an engine cannot run at all (rather than once per utterance)."""
     for engine in sorted({p.voice.engine for p in plans}):
         if shutil.which(engine) is None:
             raise SeqxError(f"{engine}: not installed; `make setup` installs it (apt-get install {engine})")
+        probe = [engine, "--version"] if engine == "espeak-ng" else [engine, "-lv"]
+        result = subprocess.run(probe, capture_output=True, text=True, timeout=30)
+        if result.returncode != 0:
+            reason = (result.stderr or result.stdout).strip().splitlines()
+            raise SeqxError(f"{engine}: does not run ({reason[0] if reason else f'exit {result.returncode}'})")
 
 
 def synthesize(
