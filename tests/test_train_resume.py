@@ -7,7 +7,8 @@ from typing import Any
 
 import torch
 from safetensors.torch import load_file
-from test_train_corpus import PHRASES, speak, tiny_recipe
+import pytest
+from test_train_corpus import PHRASES, one_thread, speak, tiny_recipe  # noqa: F401
 
 from seqx.report import Collect
 from seqx.train.checkpoint import load_checkpoint
@@ -51,6 +52,9 @@ def _recipe(root: Path, rows: list[dict[str, Any]]):
     from seqx.recipe import recipe_from_dict
 
     return recipe_from_dict(data)
+
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_resumed_run_matches_uninterrupted_run_bitwise(tmp_path: Path) -> None:

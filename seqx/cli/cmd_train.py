@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Optional
@@ -26,8 +27,11 @@ def train(
     from seqx.train.stage import run_train_stage
 
     loaded = load_recipe(recipe, overrides)
+    main_rank = os.environ.get("RANK", "0") == "0"  # under torchrun only rank 0 draws and prints
     with RichReporter() as reporter:
         report = run_train_stage(loaded, reporter, device=device, restart=restart)
+    if not main_rank:
+        return
     if json_out:
         out.print_json(json.dumps(asdict(report)))
         return

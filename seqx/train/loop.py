@@ -314,8 +314,9 @@ class Trainer:
         if self.dist.is_main:
             result = self.validate()
             path = self.ckpt_dir / f"epoch-{s.epoch:03d}.pt"
-            previous = [e["wer"] for e in s.epochs]
-            improved = not previous or result.wer < min(previous)
+            # better = lower WER, or the same WER with lower loss (WER sits at 100% for the first epochs)
+            previous = [(e["wer"], e["loss"]) for e in s.epochs]
+            improved = not previous or (result.wer, result.loss) < min(previous)
             s.bad_epochs = 0 if improved else s.bad_epochs + 1
             s.epochs.append({"epoch": s.epoch, "step": s.step, "loss": result.loss, "wer": result.wer, "path": path.name})
             stop = bool(cfg.early_stop_patience and s.bad_epochs >= cfg.early_stop_patience)
