@@ -43,11 +43,12 @@ def train(
     table.add_column("", justify="right")
     wer = "n/a" if report.best_valid_wer is None else f"{100 * report.best_valid_wer:.2f}% (epoch {report.best_epoch})"
     for name, value in [
-        ("device", report.device),
+        ("device", report.device if report.world_size == 1 else f"{report.device} x {report.world_size} processes"),
         ("parameters", f"{report.parameters:,}"),
         ("epochs", str(report.epochs)),
         ("steps", str(report.steps)),
         ("best valid WER (greedy)", wer),
+        ("bundle valid WER (averaged)", "n/a" if report.bundle_valid_wer is None else f"{100 * report.bundle_valid_wer:.2f}%"),
         ("skipped non-finite batches", str(report.skipped_batches)),
         ("wall time", f"{report.wall_seconds:.0f} s"),
         ("averaged", ", ".join(report.averaged)),

@@ -82,7 +82,6 @@ def run_train_stage(
         key = run_key(recipe)
         bundle_key = fingerprint(key, recipe.decode)
         if not restart and is_fresh(recipe.bundle_dir, bundle_key):
-            said.info(f"train: model up to date ({recipe.bundle_dir}), nothing to do")
             return TrainReport(str(recipe.bundle_dir), True, str(target), dist.world_size)
         if recipe.train.deterministic:
             os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # cuBLAS needs it for determinism

@@ -1,0 +1,227 @@
+"""Training-step throughput of seqx's Seq2SeqTransformer beside torch.nn.Transformer of the same size.
+
+Usage:
+    python bench/train_throughput.py                                  # the recipe's model, cuda if present
+    python bench/train_throughput.py --device cpu --d-model 144 --enc-layers 4 --dec-layers 2 \\
+        --d-ff 576 --batch 8 --frames 300 --steps 5
+    python bench/train_throughput.py --device cuda --bf16 --batch 64 --json   # + peak memory and MFU
+
+One step = forward, the joint CTC/attention loss, backward, AdamW step, on synthetic random
+features (lengths drawn uniformly in [frames/2, frames], about 1.5-3 s of speech at the 10 ms
+hop) and random target tokens. Both models get the same front-end module (a copy of ours), the
+same token embedding, output layer, CTC head and loss; the baseline's core is
+`torch.nn.Transformer(d_model, heads, enc_layers, dec_layers, d_ff, batch_first=True,
+norm_first=<same>)` with padding and causal masks. Reported: utterances/s, encoder frames/s
+(frames after the front-end), and ours/baseline ratios (>= 1 means ours is not slower).
+
+Model FLOPs (per step, counted analytically over the real, unpadded lengths; x3 = forward + backward):
+    matmuls:    6 * (P_enc * S + P_dec * U + P_out * U + P_ctc * S)       P = weights in matmuls
+    attention:  per encoder layer 3 * 4 * S^2 * d, per decoder layer 3 * 4 * (U^2 + U*S) * d
+                (QK^T and AV, each 2 * n^2 * d multiply-adds)
+    front-end:  conv2d: 3 * 2 * k^2 * C_in * C_out * T' * F' for each convolution
+S = encoder frames after the front-end, U = target tokens (+ eos), summed over the batch.
+MFU = model FLOPs per second / --peak-tflops (default 989: H100 SXM bf16 dense); CUDA only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from seqx.model.attention import make_pad_mask  # noqa: E402
+from seqx.model.dims import ModelDimensions  # noqa: E402
+from seqx.model.loss import joint_loss  # noqa: E402
+from seqx.model.positions import sinusoids  # noqa: E402
+from seqx.model.transformer import ModelOutput, Seq2SeqTransformer  # noqa: E402
+from seqx.recipe import load_recipe  # noqa: E402
+
+
+class TorchTransformer(nn.Module):
+    """The baseline: our front-end, sinusoidal positions, then torch.nn.Transformer, same heads."""
+
+    def __init__(self, dims: ModelDimensions, frontend: nn.Module) -> None:
+        super().__init__()
+        self.dims = dims
+        self.frontend = frontend
+        self.core = nn.Transformer(
+            dims.d_model, dims.heads, dims.enc_layers, dims.dec_layers, dims.d_ff, dims.dropout,
+            batch_first=True, norm_first=dims.norm_first,
+        )
+        self.embed = nn.Embedding(dims.vocab_size, dims.d_model)
+        self.output = nn.Linear(dims.d_model, dims.vocab_size, bias=False)
+        if dims.tie_embeddings:
+            self.output.weight = self.embed.weight
+        self.ctc_head = nn.Linear(dims.d_model, dims.vocab_size) if dims.ctc else None
+        self.register_buffer("positions", sinusoids(dims.max_positions, dims.d_model), persistent=False)
+
+    def forward(self, feats: Tensor, feat_lens: Tensor, tokens: Tensor, token_lens: Tensor) -> ModelOutput:
+        x, lens = self.frontend(feats, feat_lens)  # (B, S, D)
+        S, U = x.shape[1], tokens.shape[1]
+        x = x + self.positions[:S].to(x.dtype)
+        y = self.embed(tokens) * self.dims.d_model**0.5 + self.positions[:U].to(x.dtype)
+        causal = nn.Transformer.generate_square_subsequent_mask(U, device=x.device, dtype=torch.bool)
+        src_pad, tgt_pad = make_pad_mask(lens, S), make_pad_mask(token_lens, U)
+        memory = self.core.encoder(x, src_key_padding_mask=src_pad)  # what nn.Transformer.forward does, once
+        h = self.core.decoder(y, memory, tgt_mask=causal, tgt_key_padding_mask=tgt_pad, memory_key_padding_mask=src_pad,
+                              tgt_is_causal=True)
+        ctc = F.log_softmax(self.ctc_head(memory).float(), -1) if self.ctc_head is not None else None
+        return ModelOutput(self.output(h), ctc, lens)
+
+
+def make_batch(args: argparse.Namespace, dims: ModelDimensions, device: torch.device) -> tuple[Tensor, ...]:
+    g = torch.Generator().manual_seed(0)
+    feat_lens = torch.randint(args.frames // 2, args.frames + 1, (args.batch,), generator=g)
+    feats = torch.randn(args.batch, int(feat_lens.max()), dims.n_feats, generator=g)
+    y_lens = torch.randint(max(1, args.tokens // 2), args.tokens + 1, (args.batch,), generator=g)
+    ys = torch.randint(5, dims.vocab_size, (args.batch, int(y_lens.max())), generator=g)
+    tokens_in = torch.cat([torch.full((args.batch, 1), dims.bos_id), ys], 1)
+    targets = torch.cat([ys, torch.full((args.batch, 1), dims.pad_id)], 1)
+    targets[torch.arange(args.batch), y_lens] = dims.eos_id
+    target_lens = y_lens + 1
+    return tuple(t.to(device) for t in (feats, feat_lens, tokens_in, targets, target_lens))
+
+
+def matmul_params(module: nn.Module | None) -> int:
+    if module is None:
+        return 0
+    seen, total = set(), 0
+    for m in module.modules():
+        if isinstance(m, (nn.Linear, nn.MultiheadAttention)):
+            for p in m.parameters(recurse=False):
+                if p.dim() == 2 and id(p) not in seen:
+                    seen.add(id(p))
+                    total += p.numel()
+    return total
+
+
+def model_flops(model: Seq2SeqTransformer, dims: ModelDimensions, feat_lens: Tensor, target_lens: Tensor) -> float:
+    """Training FLOPs of one step of our model (the baseline does the same arithmetic)."""
+    enc, dec, d = model.encoder, model.decoder, dims.d_model
+    frontend = enc.frontend
+    S = frontend.output_lengths(feat_lens.cpu()).double()
+    U = target_lens.cpu().double()
+    p_front = matmul_params(getattr(frontend, "proj", None))
+    p_enc = matmul_params(enc) - p_front
+    p_out = dims.vocab_size * d
+    p_dec = matmul_params(dec) - (0 if dims.tie_embeddings else p_out)
+    p_ctc = dims.vocab_size * d if dims.ctc else 0
+    flops = 6 * ((p_enc + p_front + p_ctc) * S.sum() + (p_dec + p_out) * U.sum())
+    flops += 12 * d * (dims.enc_layers * (S**2).sum() + dims.dec_layers * (U**2 + U * S).sum())
+    if dims.frontend == "conv2d":
+        c = dims.conv_channels or d
+        t1 = torch.div(feat_lens.cpu() - 3, 2, rounding_mode="floor") + 1
+        f1 = (dims.n_feats - 3) // 2 + 1
+        flops += 6 * 9 * (1 * c * (t1.double() * f1).sum() + c * c * (S * ((f1 - 3) // 2 + 1)).sum())
+    return float(flops)
+
+
+def time_steps(model: nn.Module, batch: tuple[Tensor, ...], dims: ModelDimensions, args: argparse.Namespace,
+               device: torch.device) -> float:
+    feats, feat_lens, tokens_in, targets, target_lens = batch
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device.type == "cuda")
+    autocast = device.type == "cuda" and args.bf16
+
+    def step() -> None:
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast):
+            out = model(feats, feat_lens, tokens_in, target_lens)
+            loss, _ = joint_loss(out, targets, target_lens, dims, 0.3 if dims.ctc else 0.0, 0.1)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    for _ in range(args.warmup):
+        step()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+    started = time.perf_counter()
+    for _ in range(args.steps):
+        step()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return (time.perf_counter() - started) / args.steps
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--recipe", default="recipes/commands.yaml", help="model size defaults come from here")
+    parser.add_argument("--device", default="auto")
+    for name in ("d-model", "enc-layers", "dec-layers", "heads", "d-ff"):
+        parser.add_argument(f"--{name}", type=int, default=None)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--frames", type=int, default=300, help="longest utterance in frames (10 ms each)")
+    parser.add_argument("--tokens", type=int, default=12, help="longest target in tokens")
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--bf16", action="store_true", help="bf16 autocast (CUDA only)")
+    parser.add_argument("--peak-tflops", type=float, default=989.0, help="accelerator peak for MFU (H100 bf16 dense)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+
+    device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
+                          ("cpu" if args.device == "auto" else args.device))
+    recipe = load_recipe(args.recipe).for_device(device.type)
+    m = recipe.model
+    settings = m.model_copy(update={k: v for k, v in {
+        "d_model": args.d_model, "enc_layers": args.enc_layers, "dec_layers": args.dec_layers,
+        "heads": args.heads, "d_ff": args.d_ff}.items() if v is not None})
+
+    class _Ids:  # the command recipe's tokenizer layout, without training one
+        vocab_size, pad_id, bos_id, eos_id, blank_id = recipe.tokenizer.vocab_size, 0, 2, 3, 4
+
+    dims = ModelDimensions.from_settings(settings, recipe.features.n_feats, _Ids())
+    torch.manual_seed(0)
+    ours = Seq2SeqTransformer(dims).to(device).train()
+    theirs = TorchTransformer(dims, copy.deepcopy(ours.encoder.frontend)).to(device).train()
+    batch = make_batch(args, dims, device)
+    frames = float(ours.encoder.frontend.output_lengths(batch[1]).sum())
+    flops = model_flops(ours, dims, batch[1], batch[4])
+
+    results = {}
+    for name, model in (("seqx", ours), ("torch.nn.Transformer", theirs)):
+        seconds = time_steps(model, batch, dims, args, device)
+        row = {
+            "params": sum(p.numel() for p in model.parameters()),
+            "step_ms": 1000 * seconds,
+            "utt_per_s": args.batch / seconds,
+            "enc_frames_per_s": frames / seconds,
+            "model_tflops_per_step": flops / 1e12,
+        }
+        if device.type == "cuda":
+            row["peak_memory_gib"] = torch.cuda.max_memory_allocated(device) / 2**30
+            row["mfu"] = flops / seconds / (args.peak_tflops * 1e12)
+        results[name] = row
+    report = {
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else f"cpu ({torch.get_num_threads()} threads)",
+        "torch": torch.__version__,
+        "bf16": device.type == "cuda" and args.bf16,
+        "dims": {k: getattr(dims, k) for k in ("d_model", "heads", "enc_layers", "dec_layers", "d_ff", "frontend", "ctc")},
+        "batch": args.batch, "frames": args.frames, "tokens": args.tokens, "steps": args.steps,
+        "results": results,
+        "ratio_utt_per_s": results["seqx"]["utt_per_s"] / results["torch.nn.Transformer"]["utt_per_s"],
+    }
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return
+    print(f"{report['device']}, torch {report['torch']}, bf16={report['bf16']}, dims {report['dims']}")
+    print(f"batch {args.batch} x <= {args.frames} frames, <= {args.tokens} tokens, {args.steps} timed steps")
+    for name, row in results.items():
+        extra = f"  peak {row['peak_memory_gib']:.2f} GiB  MFU {100 * row['mfu']:.1f}%" if "mfu" in row else ""
+        print(f"{name:>22}: {row['params'] / 1e6:6.2f} M params  {row['step_ms']:8.1f} ms/step  "
+              f"{row['utt_per_s']:8.1f} utt/s  {row['enc_frames_per_s']:10.0f} enc frames/s{extra}")
+    print(f"ours / baseline: {report['ratio_utt_per_s']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
