@@ -5,19 +5,23 @@ Usage:
     .venv/bin/python bench/featurize.py --files 1000 --workers 1 2 4 --json
     .venv/bin/python bench/featurize.py --kind mfcc      # MFCC instead of log-Mel
 
-The audio is real speech made by espeak-ng (22.05 kHz, so every file is
-resampled to 16 kHz, as synthesized or downloaded corpora usually must be); it
-is made once and reused from --cache. The stage is timed whole, with
-`force=True`: read + resample + features + float16 store + CMVN, pool start-up
-included. The librosa loop (librosa.load at 16 kHz + librosa.feature.mfcc,
-same window, hop and n_mels) runs over the same files in the same process,
-after one warm-up call so numba's compile time is not counted against it.
+The audio is real speech made by espeak-ng, made once and reused from --cache,
+in two copies: as espeak-ng writes it (22.05 kHz, so the stage resamples every
+file to 16 kHz) and at 16 kHz (what `seqx data` writes, so nothing to resample).
+The stage is timed whole, with `force=True`: read + resample + features +
+float16 store + CMVN, pool start-up included. The librosa loop (librosa.load at
+16 kHz + librosa.feature.mfcc, same window, hop and n_mels) runs over the same
+files in the same process, after one warm-up call so numba's compile time is
+not counted against it. Besides wall time it reports CPU time (this process and
+its reaped workers), which other users of a shared machine inflate far less.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -26,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import soundfile as sf
+import soxr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -54,6 +59,19 @@ def make_audio(folder: Path, n: int) -> list[tuple[Path, str]]:
     return [(path, text) for path, text, _ in jobs]
 
 
+def at_rate(files: list[tuple[Path, str]], folder: Path, rate: int) -> list[tuple[Path, str]]:
+    """The same commands resampled once to `rate` (what `seqx data` writes: 16-bit PCM at data.sample_rate)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for path, text in files:
+        target = folder / path.name
+        if not target.is_file():
+            wave, native = sf.read(path, dtype="float32")
+            sf.write(target, soxr.resample(wave, native, rate) if native != rate else wave, rate, subtype="PCM_16")
+        out.append((target, text))
+    return out
+
+
 def write_manifests(data_dir: Path, files: list[tuple[Path, str]]) -> None:
     """Every file in train (the split the stage also takes CMVN over); valid/test get one file each."""
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -62,15 +80,22 @@ def write_manifests(data_dir: Path, files: list[tuple[Path, str]]) -> None:
         (data_dir / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in part))
 
 
-def time_stage(root: Path, files: list[tuple[Path, str]], kind: str, workers: int) -> float:
+def cpu_seconds() -> float:
+    """CPU time of this process and of its reaped children (the pool's workers): what contention cannot inflate."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def time_stage(root: Path, files: list[tuple[Path, str]], kind: str, workers: int) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one forced run of the whole stage."""
     recipe = recipe_from_dict({"name": "bench", "exp_dir": str(root), "features": {"kind": kind, "workers": workers}})
     write_manifests(recipe.data_dir, files)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_seconds()
     run_featurize_stage(recipe, force=True)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, cpu_seconds() - cpu
 
 
-def time_librosa(files: list[tuple[Path, str]]) -> float:
+def time_librosa(files: list[tuple[Path, str]]) -> tuple[float, float]:
     import librosa
 
     def mfcc(path: Path) -> None:
@@ -78,10 +103,10 @@ def time_librosa(files: list[tuple[Path, str]]) -> float:
         librosa.feature.mfcc(y=y, sr=16000, n_mfcc=40, n_fft=512, hop_length=160, win_length=400, n_mels=80)
 
     mfcc(files[0][0])  # warm-up: numba compiles on first use
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_seconds()
     for path, _ in files:
         mfcc(path)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, cpu_seconds() - cpu
 
 
 def main() -> None:
@@ -94,27 +119,37 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
-    files = make_audio(args.cache / "wavs", args.files)
-    audio_s = sum(sf.info(str(p)).duration for p, _ in files)
-    stage_audio_s = audio_s + 2 * sf.info(str(files[0][0])).duration  # valid and test hold one file each
+    native = make_audio(args.cache / "wavs", args.files)
+    sets = {"22.05k": native, "16k": at_rate(native, args.cache / "wavs16k", 16000)}
+    load_before = os.getloadavg()[0]
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for workers in args.workers:
-            seconds = min(time_stage(Path(tmp), files, args.kind, workers) for _ in range(args.repeat))
-            what = f"seqx featurize ({args.kind}), {workers} worker{'s' if workers > 1 else ''}"
-            rows.append({"what": what, "seconds": seconds, "xrt": stage_audio_s / seconds})
-    librosa_s = min(time_librosa(files) for _ in range(args.repeat))
-    rows.append({"what": "librosa.load + librosa.feature.mfcc loop", "seconds": librosa_s, "xrt": audio_s / librosa_s})
-    for row in rows:
-        row["vs_librosa"] = librosa_s / row["seconds"]
-    result = {"files": len(files), "audio_seconds": audio_s, "rows": rows}
+    for name, files in sets.items():
+        audio_s = sum(sf.info(str(p)).duration for p, _ in files)
+        stage_audio_s = audio_s + 2 * sf.info(str(files[0][0])).duration  # valid and test hold one file each
+        runs: list[tuple[str, float, float, float]] = []  # what, audio seconds, wall, cpu
+        with tempfile.TemporaryDirectory() as tmp:
+            for workers in args.workers:
+                wall, cpu = min(time_stage(Path(tmp), files, args.kind, workers) for _ in range(args.repeat))
+                what = f"{name}: seqx featurize ({args.kind}), {workers} worker{'s' if workers > 1 else ''}"
+                runs.append((what, stage_audio_s, wall, cpu))
+        wall, cpu = min(time_librosa(files) for _ in range(args.repeat))
+        runs.append((f"{name}: librosa.load + librosa.feature.mfcc loop", audio_s, wall, cpu))
+        librosa_xrt = audio_s / wall
+        rows += [
+            {"what": what, "seconds": wall, "xrt": sec / wall, "vs_librosa": sec / wall / librosa_xrt,
+             "cpu_seconds": cpu, "xrt_per_cpu": sec / cpu}
+            for what, sec, wall, cpu in runs
+        ]  # fmt: skip
+    load = {"before": load_before, "after": os.getloadavg()[0], "cores": os.cpu_count()}
+    result = {"files": len(native), "audio_seconds": audio_s, "load_average": load, "rows": rows}
     if args.json:
         print(json.dumps(result, indent=1))
         return
-    print(f"{len(files)} files, {audio_s:.0f} s of audio (espeak-ng, 22.05 kHz -> 16 kHz), best of {args.repeat}")
-    print(f"{'':48} {'seconds':>8} {'x real time':>12} {'vs librosa':>11}")
-    for row in rows:
-        print(f"{row['what']:48} {row['seconds']:8.3f} {row['xrt']:12,.0f} {row['vs_librosa']:10.1f}x")
+    print(f"{len(native)} files, {audio_s:.0f} s of audio (espeak-ng at 22.05 kHz, resampled; and at 16 kHz), best of {args.repeat}; "
+          f"load average {load['before']:.1f} -> {load['after']:.1f} on {load['cores']} cores")  # fmt: skip
+    print(f"{'':52} {'wall s':>7} {'x real time':>12} {'vs librosa':>11} {'CPU s':>7} {'x RT per CPU':>13}")
+    for r in rows:
+        print(f"{r['what']:52} {r['seconds']:7.3f} {r['xrt']:12,.0f} {r['vs_librosa']:10.1f}x {r['cpu_seconds']:7.3f} {r['xrt_per_cpu']:13,.0f}")
 
 
 if __name__ == "__main__":
