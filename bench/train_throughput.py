@@ -11,7 +11,8 @@ features (lengths drawn uniformly in [frames/2, frames], about 1.5-3 s of speech
 hop) and random target tokens. Both models get the same front-end module (a copy of ours), the
 same token embedding, output layer, CTC head and loss; the baseline's core is
 `torch.nn.Transformer(d_model, heads, enc_layers, dec_layers, d_ff, batch_first=True,
-norm_first=<same>)` with padding and causal masks. Reported: utterances/s, encoder frames/s
+norm_first=<same>)` with padding and causal masks. Steps of the two models are timed
+interleaved (median of --steps each), so a busy machine slows both alike. Reported: utterances/s, encoder frames/s
 (frames after the front-end), and ours/baseline ratios (>= 1 means ours is not slower).
 
 Model FLOPs (per step, counted analytically over the real, unpadded lengths; x3 = forward + backward):
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -125,8 +127,9 @@ def model_flops(model: Seq2SeqTransformer, dims: ModelDimensions, feat_lens: Ten
     return float(flops)
 
 
-def time_steps(model: nn.Module, batch: tuple[Tensor, ...], dims: ModelDimensions, args: argparse.Namespace,
-               device: torch.device) -> float:
+def make_step(model: nn.Module, batch: tuple[Tensor, ...], dims: ModelDimensions, args: argparse.Namespace,
+              device: torch.device):  # noqa: ANN201
+    """One full training step as a closure (forward, loss, backward, clip, AdamW)."""
     feats, feat_lens, tokens_in, targets, target_lens = batch
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device.type == "cuda")
     autocast = device.type == "cuda" and args.bf16
@@ -140,17 +143,17 @@ def time_steps(model: nn.Module, batch: tuple[Tensor, ...], dims: ModelDimension
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    for _ in range(args.warmup):
-        step()
+    return step
+
+
+def time_step(step, device: torch.device) -> float:  # noqa: ANN001
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-        torch.cuda.reset_peak_memory_stats(device)
     started = time.perf_counter()
-    for _ in range(args.steps):
-        step()
+    step()
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    return (time.perf_counter() - started) / args.steps
+    return time.perf_counter() - started
 
 
 def main() -> None:
@@ -159,6 +162,7 @@ def main() -> None:
     parser.add_argument("--device", default="auto")
     for name in ("d-model", "enc-layers", "dec-layers", "heads", "d-ff"):
         parser.add_argument(f"--{name}", type=int, default=None)
+    parser.add_argument("--frontend", choices=["none", "linear", "conv2d"], default=None, help="default: the recipe's")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--frames", type=int, default=300, help="longest utterance in frames (10 ms each)")
     parser.add_argument("--tokens", type=int, default=12, help="longest target in tokens")
@@ -175,7 +179,7 @@ def main() -> None:
     m = recipe.model
     settings = m.model_copy(update={k: v for k, v in {
         "d_model": args.d_model, "enc_layers": args.enc_layers, "dec_layers": args.dec_layers,
-        "heads": args.heads, "d_ff": args.d_ff}.items() if v is not None})
+        "heads": args.heads, "d_ff": args.d_ff, "frontend": args.frontend}.items() if v is not None})
 
     class _Ids:  # the command recipe's tokenizer layout, without training one
         vocab_size, pad_id, bos_id, eos_id, blank_id = recipe.tokenizer.vocab_size, 0, 2, 3, 4
@@ -188,9 +192,24 @@ def main() -> None:
     frames = float(ours.encoder.frontend.output_lengths(batch[1]).sum())
     flops = model_flops(ours, dims, batch[1], batch[4])
 
+    models = {"seqx": ours, "torch.nn.Transformer": theirs}
+    steps = {name: make_step(model, batch, dims, args, device) for name, model in models.items()}
+    times: dict[str, list[float]] = {name: [] for name in models}
+    peak: dict[str, float] = {}
+    for name, step in steps.items():  # warm up (kernels, allocator), then peak memory of one step each
+        for _ in range(args.warmup):
+            step()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+            torch.cuda.reset_peak_memory_stats(device)
+            time_step(step, device)
+            peak[name] = torch.cuda.max_memory_allocated(device) / 2**30
+    for _ in range(args.steps):  # interleaved, so a busy machine slows both alike; median per model
+        for name, step in steps.items():
+            times[name].append(time_step(step, device))
     results = {}
-    for name, model in (("seqx", ours), ("torch.nn.Transformer", theirs)):
-        seconds = time_steps(model, batch, dims, args, device)
+    for name, model in models.items():
+        seconds = statistics.median(times[name])
         row = {
             "params": sum(p.numel() for p in model.parameters()),
             "step_ms": 1000 * seconds,
@@ -199,7 +218,7 @@ def main() -> None:
             "model_tflops_per_step": flops / 1e12,
         }
         if device.type == "cuda":
-            row["peak_memory_gib"] = torch.cuda.max_memory_allocated(device) / 2**30
+            row["peak_memory_gib"] = peak[name]
             row["mfu"] = flops / seconds / (args.peak_tflops * 1e12)
         results[name] = row
     report = {
