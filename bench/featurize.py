@@ -145,11 +145,13 @@ def main() -> None:
     if args.json:
         print(json.dumps(result, indent=1))
         return
-    print(f"{len(native)} files, {audio_s:.0f} s of audio (espeak-ng at 22.05 kHz, resampled; and at 16 kHz), best of {args.repeat}; "
+    print(f"{len(native)} files, {audio_s:.0f} s of audio (espeak-ng at 22.05 kHz, resampled; and at 16 kHz), "
+          f"best of {args.repeat}; "
           f"load average {load['before']:.1f} -> {load['after']:.1f} on {load['cores']} cores")  # fmt: skip
     print(f"{'':52} {'wall s':>7} {'x real time':>12} {'vs librosa':>11} {'CPU s':>7} {'x RT per CPU':>13}")
     for r in rows:
-        print(f"{r['what']:52} {r['seconds']:7.3f} {r['xrt']:12,.0f} {r['vs_librosa']:10.1f}x {r['cpu_seconds']:7.3f} {r['xrt_per_cpu']:13,.0f}")
+        figures = f"{r['seconds']:7.3f} {r['xrt']:12,.0f} {r['vs_librosa']:10.1f}x"
+        print(f"{r['what']:52} {figures} {r['cpu_seconds']:7.3f} {r['xrt_per_cpu']:13,.0f}")
 
 
 if __name__ == "__main__":

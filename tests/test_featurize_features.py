@@ -29,7 +29,8 @@ RATE = 16000
 @pytest.fixture(scope="module")
 def speech(tmp_path_factory: pytest.TempPathFactory) -> torch.Tensor:
     path = tmp_path_factory.mktemp("speech") / "x.wav"
-    path.write_bytes(subprocess.run(["espeak-ng", "-v", "en-us", "--stdout", "find my files"], capture_output=True, check=True).stdout)
+    wav = subprocess.run(["espeak-ng", "-v", "en-us", "--stdout", "find my files"], capture_output=True, check=True)
+    path.write_bytes(wav.stdout)
     return load_audio(path, RATE)
 
 

@@ -60,10 +60,14 @@ def _write_manifests(recipe: Recipe, wavs: list[Path], extra_train: list[Path] =
     recipe.data_dir.mkdir(parents=True, exist_ok=True)
     split_of = {"train": list(range(6)), "valid": [6], "test": [7]}
     for split, indices in split_of.items():
-        rows = [{"id": f"u{i}", "audio": str(wavs[i]), "text": PHRASES[i], "duration": 1.0, "speaker": "s"} for i in indices]
+        rows = [_row(f"u{i}", wavs[i], PHRASES[i]) for i in indices]
         if split == "train":
-            rows += [{"id": p.stem, "audio": str(p), "text": "bad", "duration": 1.0, "speaker": "s"} for p in extra_train]
+            rows += [_row(p.stem, p, "bad") for p in extra_train]
         (recipe.data_dir / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _row(utt_id: str, audio: Path, text: str) -> dict[str, object]:
+    return {"id": utt_id, "audio": str(audio), "text": text, "duration": 1.0, "speaker": "s"}
 
 
 def _bad_files(folder: Path, good: Path) -> list[Path]:

@@ -19,7 +19,9 @@ def test_store_returns_exactly_what_was_written_across_shards(tmp_path: Path) ->
     rng = np.random.default_rng(0)
     n_feats = 80
     # shard_mb=1 holds 2**20 / (2 bytes * 80) = 6553 frames, so 10 utterances of 1000-3000 frames need several shards
-    utts = [(f"u{i}", rng.normal(0, 5, (int(rng.integers(1000, 3000)), n_feats)).astype(np.float32), f"text {i}") for i in range(10)]
+    lengths = rng.integers(1000, 3000, 10)
+    frames = [rng.normal(0, 5, (n, n_feats)).astype(np.float32) for n in lengths.tolist()]
+    utts = [(f"u{i}", f, f"text {i}") for i, f in enumerate(frames)]
     writer = FeatureStoreWriter(tmp_path, n_feats, shard_mb=1)
     for utt_id, frames, text in utts:
         writer.add(utt_id, frames, text)

@@ -33,7 +33,8 @@ class CmvnAccumulator:
     def result(self) -> Cmvn:
         mean = self.total / max(self.count, 1)
         std = np.sqrt(np.maximum(self.squares / max(self.count, 1) - mean**2, 0.0))
-        return Cmvn(torch.tensor(mean, dtype=torch.float32), torch.tensor(np.maximum(std, STD_FLOOR), dtype=torch.float32))
+        std = np.maximum(std, STD_FLOOR)
+        return Cmvn(torch.tensor(mean, dtype=torch.float32), torch.tensor(std, dtype=torch.float32))
 
 
 class Cmvn:

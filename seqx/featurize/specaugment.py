@@ -31,7 +31,8 @@ class SpecAugment(nn.Module):
             start = (torch.rand(B, 1, device=feats.device) * (F - width + 1)).long()
             keep &= ~((freq >= start) & (freq < start + width))[:, None, :]
         time = torch.arange(T, device=feats.device)[None, :]  # (1, T)
-        max_width = torch.minimum(torch.full_like(lengths, s.time_mask_width), (lengths.float() * s.time_mask_ratio).long())
+        ratio_width = (lengths.float() * s.time_mask_ratio).long()  # (B,)
+        max_width = torch.minimum(torch.full_like(lengths, s.time_mask_width), ratio_width)
         for _ in range(s.time_masks):
             width = (torch.rand(B, device=feats.device) * (max_width + 1)).long()  # (B,)
             start = (torch.rand(B, device=feats.device) * (lengths - width + 1).clamp(min=1)).long()  # (B,)

@@ -122,7 +122,7 @@ def run_featurize_stage(recipe: Recipe, reporter: Reporter | None = None, force:
     (out_dir / STAMP_NAME).unlink(missing_ok=True)  # an interrupted rerun must never look finished
     report = FeaturizeReport(str(out_dir), False, recipe.features.n_feats)
     workers = recipe.features.workers or os.cpu_count() or 1
-    with _featurizer(recipe, workers) as featurize_all:
+    with _Featurizer(recipe, workers) as featurize_all:
         for split in SPLITS:
             _featurize_split(recipe, split, utts[split], featurize_all, report, reporter)
     _save_summary(out_dir, report)
@@ -164,7 +164,7 @@ def _featurize_split(
         cmvn.result().save(recipe.feats_dir / "cmvn.json")
 
 
-class _featurizer:
+class _Featurizer:
     """Context manager giving `featurize_all(paths) -> iterator of Result`, in order."""
 
     def __init__(self, recipe: Recipe, workers: int) -> None:
