@@ -34,6 +34,10 @@ class Batch:
     targets: Tensor  # (B, U) y + [eos], pad-padded
     target_lens: Tensor  # (B,) len(y) + 1
 
+    def pin_memory(self) -> Batch:
+        """Called by DataLoader(pin_memory=True): page-locked, so `.to(cuda, non_blocking=True)` overlaps."""
+        return Batch(*(t.pin_memory() for t in (self.feats, self.feat_lens, self.tokens_in, self.targets, self.target_lens)))
+
     def to(self, device: torch.device) -> Batch:
         return Batch(*(t.to(device, non_blocking=True) for t in (self.feats, self.feat_lens, self.tokens_in, self.targets, self.target_lens)))
 
