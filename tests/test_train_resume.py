@@ -91,6 +91,9 @@ def test_resumed_run_matches_uninterrupted_run_bitwise(tmp_path: Path) -> None:
     steps = [row["step"] for row in log(broken) if "loss" in row]
     assert steps == [row["step"] for row in log(straight) if "loss" in row]
 
-    # a third run finds the bundle up to date
-    again = Collect()
-    assert run_train_stage(broken, again).fresh
+    # a third run finds the bundle up to date; --restart trains from scratch, to the same weights
+    assert run_train_stage(broken, Collect()).fresh
+    redone = run_train_stage(broken, Collect(), restart=True)
+    assert not redone.fresh and redone.resumed_from_step is None and redone.steps == report.steps
+    c = load_file(broken.bundle_dir / "model.safetensors")
+    assert all(torch.equal(a[k], c[k]) for k in a)
