@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -38,9 +39,24 @@ def init_distributed(device_kind: str) -> DistInfo:
     return info
 
 
+PREPARE_TIMEOUT = timedelta(hours=12)  # rank 0 may synthesize and featurize a whole corpus meanwhile
+
+
 def barrier(info: DistInfo) -> None:
     if info.enabled:
         dist.barrier()
+
+
+def wait_for_rank0(info: DistInfo) -> None:
+    """Hold the other ranks while rank 0 prepares the data, however long that takes.
+
+    The default process group times out after minutes (NCCL: 10); this waits in a CPU
+    (gloo) group of its own with a long timeout, so a big corpus does not kill the run.
+    """
+    if info.enabled:
+        group = dist.new_group(backend="gloo", timeout=PREPARE_TIMEOUT)
+        dist.barrier(group=group)
+        dist.destroy_process_group(group)
 
 
 def cleanup(info: DistInfo) -> None:

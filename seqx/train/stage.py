@@ -30,7 +30,7 @@ from seqx.stage import STAMP_NAME, fingerprint, is_fresh, mark_done
 from seqx.tokenize.stage import run_tokenize_stage
 from seqx.tokenize.tokenizer import Tokenizer
 from seqx.train.dataset import UtteranceDataset
-from seqx.train.distributed import DistInfo, barrier, cleanup, init_distributed
+from seqx.train.distributed import DistInfo, barrier, cleanup, init_distributed, wait_for_rank0
 from seqx.train.loop import LAST, LOG, Trainer, TrainReport
 
 __all__ = ["run_train_stage", "TrainReport", "pick_device", "run_key"]
@@ -78,7 +78,7 @@ def run_train_stage(
             run_data_stage(recipe, said)  # cheap when up to date; redoes the corpus when its settings changed
             run_featurize_stage(recipe, said)
             run_tokenize_stage(recipe, said)
-        barrier(dist)
+        wait_for_rank0(dist)
         key = run_key(recipe)
         bundle_key = fingerprint(key, recipe.decode)
         if not restart and is_fresh(recipe.bundle_dir, bundle_key):
