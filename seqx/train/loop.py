@@ -136,11 +136,7 @@ class Trainer:
         )
         self.collate = Collate(tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id)
         self.state = TrainState()
-        self.tb = None
-        if dist_info.is_main:
-            from torch.utils.tensorboard import SummaryWriter
-
-            self.tb = SummaryWriter(str(recipe.tb_dir))
+        self.tb = None  # opened in fit(), once the step to resume from is known
 
     def _seed_rank(self) -> None:
         seed = self.settings.seed * 1000 + self.dist.rank + 1
@@ -179,6 +175,11 @@ class Trainer:
     def fit(self) -> TrainState:
         s, cfg = self.state, self.settings
         total = self.total_steps()
+        if self.dist.is_main and self.tb is None:
+            from torch.utils.tensorboard import SummaryWriter
+
+            # purge_step: events written after the checkpoint by an interrupted run are dropped
+            self.tb = SummaryWriter(str(self.recipe.tb_dir), purge_step=s.step + 1 if s.step else None)
         while s.epoch < cfg.epochs and not s.stopped_early:
             self.sampler.set_epoch(s.epoch)
             self.sampler.position = s.batch_in_epoch
