@@ -28,10 +28,11 @@ def train(
 
     loaded = load_recipe(recipe, overrides)
     main_rank = os.environ.get("RANK", "0") == "0"  # under torchrun only rank 0 draws and prints
+    if not main_rank:
+        run_train_stage(loaded, None, device=device, restart=restart)
+        return
     with RichReporter() as reporter:
         report = run_train_stage(loaded, reporter, device=device, restart=restart)
-    if not main_rank:
-        return
     if json_out:
         out.print_json(json.dumps(asdict(report)))
         return
