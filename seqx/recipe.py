@@ -284,6 +284,13 @@ class Recipe(_Section):
 DEFAULT_RECIPE = Path("recipes/commands.yaml")
 
 
+def local_device_kind() -> str:
+    """"cuda" when this machine has a GPU, else "cpu": which device profile the stages here use."""
+    import torch  # late: the recipe schema itself should not need torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def load_recipe(path: str | Path = DEFAULT_RECIPE, overrides: list[str] | None = None) -> Recipe:
     """Read, override (`key.path=value`, value parsed as YAML) and validate a recipe file."""
     path = Path(path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -28,7 +29,7 @@ from rich.progress import (
 )
 
 from seqx.errors import SeqxError
-from seqx.recipe import RecipeError
+from seqx.recipe import Recipe, RecipeError, load_recipe, local_device_kind
 
 app = typer.Typer(
     name="seqx",
@@ -126,6 +127,12 @@ def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
+
+
+def load_for_this_machine(path: Path, overrides: list[str] | None, device: str | None = None) -> Recipe:
+    """The recipe with the device profile `seqx train` would use here, so every stage sees the same settings."""
+    kind = "cuda" if device and device.startswith("cuda") else "cpu" if device == "cpu" else local_device_kind()
+    return load_recipe(path, overrides).for_device(kind)
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:

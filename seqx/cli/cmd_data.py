@@ -11,8 +11,8 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from seqx.cli.app import RECIPE_HELP, SET_HELP, RichReporter, app, out
-from seqx.recipe import DEFAULT_RECIPE, load_recipe
+from seqx.cli.app import load_for_this_machine, RECIPE_HELP, SET_HELP, RichReporter, app, out
+from seqx.recipe import DEFAULT_RECIPE
 
 RecipeArg = Annotated[Path, typer.Argument(help=RECIPE_HELP)]
 SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help=SET_HELP)]
@@ -27,7 +27,7 @@ def data(
     """Write exp/NAME/data/{train,valid,test}.jsonl: synthesize the command corpus or import a manifest."""
     from seqx.data.stage import run_data_stage
 
-    loaded = load_recipe(recipe, overrides)
+    loaded = load_for_this_machine(recipe, overrides)
     with RichReporter() as reporter:
         report = run_data_stage(loaded, reporter, force=force)
     if json_out:

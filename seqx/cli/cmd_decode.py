@@ -11,7 +11,7 @@ import torch
 import typer
 from rich.table import Table
 
-from seqx.cli.app import RECIPE_HELP, SET_HELP, RichReporter, app, console, out
+from seqx.cli.app import load_for_this_machine, RECIPE_HELP, SET_HELP, RichReporter, app, console, out
 from seqx.errors import SeqxError
 from seqx.recipe import DEFAULT_RECIPE, DecodeSettings, load_recipe
 
@@ -115,7 +115,7 @@ def evaluate(
     """WER, CER, sentence accuracy and real-time factor on a split (test by default)."""
     from seqx.decode.evaluate import evaluate as run_evaluate
 
-    loaded = load_recipe(recipe, overrides)
+    loaded = load_for_this_machine(recipe, overrides, device if device != "auto" else None)
     bundle = _bundle(model or loaded.bundle_dir, device)
     settings = _settings(bundle.decode, beam, greedy, None, ctc_weight)
     with RichReporter() as reporter:

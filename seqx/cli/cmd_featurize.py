@@ -10,8 +10,8 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from seqx.cli.app import RECIPE_HELP, SET_HELP, RichReporter, app, out
-from seqx.recipe import DEFAULT_RECIPE, load_recipe
+from seqx.cli.app import load_for_this_machine, RECIPE_HELP, SET_HELP, RichReporter, app, out
+from seqx.recipe import DEFAULT_RECIPE
 
 
 @app.command()
@@ -24,7 +24,7 @@ def featurize(
     """Compute MFCC or log-Mel features (and CMVN) for every split; runs the data stage first if needed."""
     from seqx.featurize.stage import run_featurize_stage
 
-    loaded = load_recipe(recipe, overrides)
+    loaded = load_for_this_machine(recipe, overrides)
     with RichReporter() as reporter:
         report = run_featurize_stage(loaded, reporter, force=force)
     if json_out:

@@ -7,9 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqx.cli.app import RECIPE_HELP, SET_HELP, app, out
+from seqx.cli.app import load_for_this_machine, RECIPE_HELP, SET_HELP, app, out
 from seqx.errors import SeqxError
-from seqx.recipe import DEFAULT_RECIPE, load_recipe
+from seqx.recipe import DEFAULT_RECIPE
 
 
 @app.command()
@@ -30,7 +30,7 @@ def plot(
     from seqx.model.bundle import load_bundle
     from seqx.plots import plot_alignment, plot_features, plot_training_curves, read_train_log
 
-    loaded = load_recipe(recipe, overrides)
+    loaded = load_for_this_machine(recipe, overrides)
     folder = model or loaded.bundle_dir
     if not (folder / "config.json").is_file():
         raise SeqxError(f"{folder}: no trained model bundle here: run `seqx train {recipe}` first")

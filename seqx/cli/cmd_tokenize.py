@@ -10,8 +10,8 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from seqx.cli.app import RECIPE_HELP, SET_HELP, RichReporter, app, out
-from seqx.recipe import DEFAULT_RECIPE, load_recipe
+from seqx.cli.app import load_for_this_machine, RECIPE_HELP, SET_HELP, RichReporter, app, out
+from seqx.recipe import DEFAULT_RECIPE
 
 
 @app.command()
@@ -26,7 +26,7 @@ def tokenize(
     from seqx.tokenize.stage import run_tokenize_stage
     from seqx.tokenize.tokenizer import Tokenizer
 
-    loaded = load_recipe(recipe, overrides)
+    loaded = load_for_this_machine(recipe, overrides)
     with RichReporter() as reporter:
         report = run_tokenize_stage(loaded, reporter, force=force)
     if show is not None:
