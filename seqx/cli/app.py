@@ -11,12 +11,10 @@ import importlib
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
-from rich.progress import Task as RichProgressTask
-from rich.text import Text
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -27,6 +25,8 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.progress import Task as RichProgressTask
+from rich.text import Text
 
 from seqx.errors import SeqxError
 from seqx.recipe import Recipe, RecipeError, load_recipe, local_device_kind
@@ -45,6 +45,12 @@ COMMAND_MODULES = ["cmd_data", "cmd_featurize", "cmd_tokenize", "cmd_train", "cm
 
 RECIPE_HELP = "Recipe YAML file (default: recipes/commands.yaml)."
 SET_HELP = "Override a recipe setting, KEY.PATH=VALUE (repeatable), e.g. --set model.d_model=192."
+
+# The options every stage command shares, declared once.
+RecipeArg = Annotated[Path, typer.Argument(help=RECIPE_HELP)]
+SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help=SET_HELP)]  # noqa: UP045 (Typer reads it)
+ForceOpt = Annotated[bool, typer.Option("--force", help="Redo the stage even if its output is up to date.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
 
 
 class RateColumn(ProgressColumn):

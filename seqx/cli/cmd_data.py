@@ -5,19 +5,20 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import asdict
-from pathlib import Path
-from typing import Annotated, Optional
 
-import typer
 from rich.table import Table
 
-from seqx.cli.app import load_for_this_machine, RECIPE_HELP, SET_HELP, RichReporter, app, out
+from seqx.cli.app import (
+    ForceOpt,
+    JsonOpt,
+    RecipeArg,
+    RichReporter,
+    SetOpt,
+    app,
+    load_for_this_machine,
+    out,
+)
 from seqx.recipe import DEFAULT_RECIPE
-
-RecipeArg = Annotated[Path, typer.Argument(help=RECIPE_HELP)]
-SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help=SET_HELP)]
-ForceOpt = Annotated[bool, typer.Option("--force", help="Redo the stage even if its output is up to date.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout.")]
 
 
 @app.command()

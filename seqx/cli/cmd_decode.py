@@ -11,7 +11,16 @@ import torch
 import typer
 from rich.table import Table
 
-from seqx.cli.app import load_for_this_machine, RECIPE_HELP, SET_HELP, RichReporter, app, console, out
+from seqx.cli.app import (
+    JsonOpt,
+    RecipeArg,
+    RichReporter,
+    SetOpt,
+    app,
+    console,
+    load_for_this_machine,
+    out,
+)
 from seqx.errors import SeqxError
 from seqx.recipe import DEFAULT_RECIPE, DecodeSettings, load_recipe
 
@@ -25,7 +34,6 @@ CtcOpt = Annotated[
     Optional[float], typer.Option("--ctc-weight", min=0.0, max=1.0, help="Weight of CTC prefix scores in beam search.")
 ]
 DeviceOpt = Annotated[str, typer.Option("--device", help="cpu, cuda, or auto (cuda when present).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
 
 
 def _device(name: str) -> str:
@@ -100,7 +108,7 @@ def transcribe(
 
 @app.command()
 def evaluate(
-    recipe: Annotated[Path, typer.Argument(help=RECIPE_HELP)] = DEFAULT_RECIPE,
+    recipe: RecipeArg = DEFAULT_RECIPE,
     split: Annotated[str, typer.Option("--split", help="Which split to score.")] = "test",
     model: ModelOpt = None,
     beam: BeamOpt = None,
@@ -109,7 +117,7 @@ def evaluate(
     limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="Score only the first N utterances.")] = None,
     tag: Annotated[str, typer.Option("--tag", help="Suffix for the files under exp/NAME/eval/.")] = "",
     device: DeviceOpt = "auto",
-    overrides: Annotated[Optional[list[str]], typer.Option("--set", help=SET_HELP)] = None,
+    overrides: SetOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """WER, CER, sentence accuracy and real-time factor on a split (test by default)."""

@@ -4,22 +4,28 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from pathlib import Path
-from typing import Annotated, Optional
 
-import typer
 from rich.table import Table
 
-from seqx.cli.app import load_for_this_machine, RECIPE_HELP, SET_HELP, RichReporter, app, out
+from seqx.cli.app import (
+    ForceOpt,
+    JsonOpt,
+    RecipeArg,
+    RichReporter,
+    SetOpt,
+    app,
+    load_for_this_machine,
+    out,
+)
 from seqx.recipe import DEFAULT_RECIPE
 
 
 @app.command()
 def featurize(
-    recipe: Annotated[Path, typer.Argument(help=RECIPE_HELP)] = DEFAULT_RECIPE,
-    overrides: Annotated[Optional[list[str]], typer.Option("--set", help=SET_HELP)] = None,
-    force: Annotated[bool, typer.Option("--force", help="Recompute even if up to date.")] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    recipe: RecipeArg = DEFAULT_RECIPE,
+    overrides: SetOpt = None,
+    force: ForceOpt = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Compute MFCC or log-Mel features (and CMVN) for every split; runs the data stage first if needed."""
     from seqx.featurize.stage import run_featurize_stage

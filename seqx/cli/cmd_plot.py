@@ -7,20 +7,20 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqx.cli.app import load_for_this_machine, RECIPE_HELP, SET_HELP, app, out
+from seqx.cli.app import RecipeArg, SetOpt, app, load_for_this_machine, out
 from seqx.errors import SeqxError
 from seqx.recipe import DEFAULT_RECIPE
 
 
 @app.command()
 def plot(
-    recipe: Annotated[Path, typer.Argument(help=RECIPE_HELP)] = DEFAULT_RECIPE,
+    recipe: RecipeArg = DEFAULT_RECIPE,
     file: Annotated[
         Optional[Path], typer.Option("--file", "-f", help="Audio to draw (default: the first test utterance with speech).")
     ] = None,
     model: Annotated[Optional[Path], typer.Option("--model", "-m", help="Bundle folder (default: the recipe's).")] = None,
     out_dir: Annotated[Optional[Path], typer.Option("--out", help="Where the PNGs go (default: exp/NAME/plots).")] = None,
-    overrides: Annotated[Optional[list[str]], typer.Option("--set", help=SET_HELP)] = None,
+    overrides: SetOpt = None,
 ) -> None:
     """Write features.png, alignment.png and curves.png for a trained recipe."""
     from seqx.data.manifest import read_manifest

@@ -4,23 +4,31 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich.table import Table
 
-from seqx.cli.app import load_for_this_machine, RECIPE_HELP, SET_HELP, RichReporter, app, out
+from seqx.cli.app import (
+    ForceOpt,
+    JsonOpt,
+    RecipeArg,
+    RichReporter,
+    SetOpt,
+    app,
+    load_for_this_machine,
+    out,
+)
 from seqx.recipe import DEFAULT_RECIPE
 
 
 @app.command()
 def tokenize(
-    recipe: Annotated[Path, typer.Argument(help=RECIPE_HELP)] = DEFAULT_RECIPE,
+    recipe: RecipeArg = DEFAULT_RECIPE,
     show: Annotated[Optional[str], typer.Option("--show", help="Print the pieces and ids of this text.")] = None,
-    overrides: Annotated[Optional[list[str]], typer.Option("--set", help=SET_HELP)] = None,
-    force: Annotated[bool, typer.Option("--force", help="Retrain even if up to date.")] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    overrides: SetOpt = None,
+    force: ForceOpt = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Train the sentencepiece tokenizer (BPE by default) on the training transcripts."""
     from seqx.tokenize.stage import run_tokenize_stage
