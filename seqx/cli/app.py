@@ -149,11 +149,7 @@ def fail(message: str, code: int = 1) -> typer.Exit:
 
 def main() -> None:
     for name in COMMAND_MODULES:
-        try:
-            importlib.import_module(f"seqx.cli.{name}")
-        except ModuleNotFoundError as err:
-            if err.name != f"seqx.cli.{name}":
-                raise
+        importlib.import_module(f"seqx.cli.{name}")
     try:
         app(standalone_mode=False)
     except RecipeError as err:
