@@ -209,6 +209,8 @@ class DecodeSettings(_Section):
     max_len: int = Field(64, ge=1)  # hard cap on output tokens
     batch_size: int = Field(32, ge=1)
     min_confidence: float = Field(0.0, ge=0.0, le=1.0)  # below this a result is reported as no speech
+    # audio whose loudest 100 ms stays below this level is silence: no speech, the model is not asked
+    silence_dbfs: float = Field(-60.0, ge=-120.0, le=0.0)
 
 
 # ------------------------------------------------------------------------ recipe

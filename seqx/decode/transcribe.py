@@ -88,6 +88,14 @@ def search(
         )
 
 
+def loudness_dbfs(wave: torch.Tensor, sample_rate: int) -> float:
+    """Level of the loudest 100 ms window, in dB relative to full scale."""
+    window = max(1, sample_rate // 10)
+    frames = wave[: wave.numel() // window * window].view(-1, window) if wave.numel() >= window else wave[None]
+    rms = frames.pow(2).mean(dim=1).sqrt().max().item()
+    return 20 * math.log10(max(rms, 1e-12))
+
+
 def featurize(bundle: Bundle, wave: torch.Tensor) -> torch.Tensor:
     """Raw waveform -> CMVN-normalized feature frames, exactly as in training."""
     with torch.inference_mode():
@@ -116,6 +124,12 @@ def transcribe_files(
             task.advance(1)
             continue
         results[index].duration = wave.numel() / bundle.sample_rate
+        if loudness_dbfs(wave, bundle.sample_rate) < settings.silence_dbfs:
+            # digital silence is unlike anything a model trains on; don't let it guess a command
+            results[index].no_speech = True
+            results[index].decode_seconds = time.perf_counter() - start
+            task.advance(1)
+            continue
         loaded.append((index, featurize(bundle, wave), time.perf_counter() - start))
     loaded.sort(key=lambda item: item[1].shape[0])
     for first in range(0, len(loaded), settings.batch_size):

@@ -1,0 +1,152 @@
+"""Decoding a trained bundle: exact transcripts, bad files among good ones, silence and noise, evaluation.
+
+One tiny model is trained once for the module on a small espeak-ng grammar whose corpus
+includes noise-only utterances with empty transcripts, as the default recipe's does.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+from typer.testing import CliRunner
+
+from seqx.data.manifest import read_manifest
+from seqx.decode.evaluate import evaluate
+from seqx.decode.transcribe import transcribe_files
+from seqx.errors import SeqxError
+from seqx.model.bundle import Bundle, load_bundle
+from seqx.recipe import Recipe, load_recipe
+from seqx.train.stage import run_train_stage
+
+TINY = [
+    "device_profiles={}",
+    "data.size=48",
+    "data.synth.templates=['open the {app}', 'check the battery', 'scroll {way}']",
+    "data.synth.slots={app: [terminal, browser], way: [up, down]}",
+    "data.synth.accents=[en-us]",
+    "data.synth.variants=['', m3, f2]",  # one training voice: memorizing is the point here
+    "data.synth.valid_voices=1",
+    "data.synth.test_voices=1",
+    "data.synth.heldout_command_share=0",
+    "data.synth.empty_share=0.25",
+    "data.synth.noise_share=0",
+    "data.synth.rate_wpm=[170, 170]",
+    "features.n_mels=40",
+    "features.specaugment=false",
+    "tokenizer.kind=char",
+    "model.d_model=48",
+    "model.heads=2",
+    "model.enc_layers=2",
+    "model.dec_layers=1",
+    "model.d_ff=96",
+    "model.dropout=0",
+    "train.epochs=60",
+    "train.lr=0.005",
+    "train.label_smoothing=0",
+    "train.warmup_steps=10",
+    "train.max_frames=600",
+    "train.workers=0",
+    "train.valid_max_utts=8",
+    "train.device=cpu",
+    "decode.max_len=40",
+    "decode.max_len_ratio=1.5",
+    "decode.beam=4",
+]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Recipe, Bundle]:
+    root = tmp_path_factory.mktemp("decode")
+    recipe = load_recipe("recipes/commands.yaml", [f"exp_dir={root}", *TINY])
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny model on a shared box: one thread is much faster
+    try:
+        run_train_stage(recipe, device="cpu")
+    finally:
+        torch.set_num_threads(threads)
+    return recipe, load_bundle(recipe.bundle_dir)
+
+
+def _train_utts(recipe: Recipe):  # noqa: ANN202
+    return read_manifest(recipe.data_dir / "train.jsonl")
+
+
+def test_training_utterances_come_back_exactly(trained: tuple[Recipe, Bundle]) -> None:
+    recipe, bundle = trained
+    utts = _train_utts(recipe)
+    assert any(not u.text for u in utts)  # noise-only utterances are part of it
+    for beam in (1, 4):
+        settings = bundle.decode.model_copy(update={"beam": beam})
+        results = transcribe_files(bundle, [u.audio for u in utts], settings)
+        assert [r.text for r in results] == [u.text for u in utts]
+        assert all(r.no_speech == (not u.text) for r, u in zip(results, utts))
+
+
+def test_batched_equals_one_at_a_time_and_cache_changes_nothing(trained: tuple[Recipe, Bundle]) -> None:
+    recipe, bundle = trained
+    paths = [u.audio for u in _train_utts(recipe)[:10]]
+    batched = transcribe_files(bundle, paths, bundle.decode.model_copy(update={"batch_size": 16}))
+    single = transcribe_files(bundle, paths, bundle.decode.model_copy(update={"batch_size": 1}), use_cache=False)
+    assert [r.text for r in batched] == [r.text for r in single]
+    assert np.allclose([r.score for r in batched], [r.score for r in single], atol=1e-4)
+
+
+def test_corrupt_file_among_good_ones(trained: tuple[Recipe, Bundle], tmp_path: Path) -> None:
+    recipe, bundle = trained
+    utts = [u for u in _train_utts(recipe) if u.text][:2]
+    corrupt = tmp_path / "corrupt.wav"
+    corrupt.write_bytes(b"RIFF\x10\x00\x00\x00WAVEfmt ")
+    paths = [utts[0].audio, str(corrupt), utts[1].audio, str(tmp_path / "missing.flac")]
+    results = transcribe_files(bundle, paths, bundle.decode)
+    assert [r.text for r in results] == [utts[0].text, "", utts[1].text, ""]
+    assert [r.error is not None for r in results] == [False, True, False, True]
+    assert results[3].error == "no such file"
+
+
+def test_silence_and_noise_give_empty_text(trained: tuple[Recipe, Bundle], tmp_path: Path) -> None:
+    _, bundle = trained
+    rng = np.random.default_rng(0)
+    silence, noise = tmp_path / "silence.wav", tmp_path / "noise.wav"
+    sf.write(silence, np.zeros(16000), 16000)
+    sf.write(noise, (0.01 * rng.standard_normal(24000)).astype(np.float32), 16000)
+    for result in transcribe_files(bundle, [str(silence), str(noise)], bundle.decode):
+        assert result.text == "" and result.no_speech, result
+
+
+def test_evaluate_scores_and_writes_reports(trained: tuple[Recipe, Bundle]) -> None:
+    recipe, bundle = trained
+    report = evaluate(recipe, bundle, bundle.decode, split="train")
+    assert report.overall.wer == 0.0 and report.overall.sentence_accuracy == 1.0
+    assert report.subsets["no speech"].utterances > 0
+    summary = json.loads(Path(report.summary_path).read_text())
+    assert summary["overall"]["utterances"] == report.overall.utterances
+    lines = Path(report.details_path).read_text().splitlines()
+    assert lines[0].split("\t")[:4] == ["id", "reference", "hypothesis", "errors"]
+    assert len(lines) == report.overall.utterances + 1
+
+
+def test_cli_transcribe_json_and_exit_code(trained: tuple[Recipe, Bundle], tmp_path: Path) -> None:
+    from seqx.cli.app import COMMAND_MODULES, app
+
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"seqx.cli.{name}")
+    recipe, _ = trained
+    good = next(u for u in _train_utts(recipe) if u.text)
+    runner = CliRunner()
+    ok = runner.invoke(app, ["transcribe", good.audio, "--model", str(recipe.bundle_dir), "--device", "cpu", "--json"])
+    assert ok.exit_code == 0, ok.output
+    result = json.loads(ok.stdout)[0]
+    assert result["text"] == good.text
+    assert {"score", "confidence", "nbest", "duration", "rtf"} <= set(result)
+    bad = runner.invoke(app, ["transcribe", good.audio, str(tmp_path / "nope.wav"), "--model", str(recipe.bundle_dir)])
+    assert bad.exit_code == 1
+    assert good.text in bad.stdout
+    missing = runner.invoke(app, ["transcribe", good.audio, "--model", str(tmp_path)])
+    assert isinstance(missing.exception, SeqxError)  # main() turns it into one red line, exit 1
+    assert "no trained model bundle" in str(missing.exception)
