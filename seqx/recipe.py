@@ -45,8 +45,9 @@ class SynthSettings(_Section):
     templates: list[str] = Field(default_factory=list)
     slots: dict[str, list[str]] = Field(default_factory=dict)
     engines: list[Literal["espeak-ng", "flite"]] = Field(default_factory=lambda: ["espeak-ng"])
+    # "en" is British English: espeak-ng 1.51 ignores the variant in "en-gb+m1" (all sound like "en-gb")
     accents: list[str] = Field(
-        default_factory=lambda: ["en-us", "en-gb", "en-gb-scotland", "en-gb-x-rp", "en-029", "en-gb-x-gbclan"]
+        default_factory=lambda: ["en-us", "en", "en-gb-scotland", "en-gb-x-rp", "en-029", "en-gb-x-gbclan"]
     )
     variants: list[str] = Field(
         default_factory=lambda: ["", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "f1", "f2", "f3", "f4", "f5", "klatt"]

@@ -23,8 +23,8 @@ import soxr
 
 from seqx.data.grammar import expand_grammar
 from seqx.data.manifest import Utterance
-from seqx.data.noise import NOISE_KINDS, make_noise, mix_at_snr
-from seqx.data.voices import split_voices, voice_name
+from seqx.data.noise import NOISE_KINDS, draw_noise, mix_at_snr
+from seqx.data.voices import all_voices, distinct_voices, split_voices, voice_name
 from seqx.errors import SeqxError
 from seqx.recipe import DataSettings, Voice
 from seqx.report import Reporter
@@ -51,8 +51,12 @@ class Plan:
     seed: tuple[int, int]
 
 
-def plan_corpus(settings: DataSettings) -> tuple[list[Plan], list[str]]:
-    """The utterance plans of all splits and the commands held out of training."""
+def plan_corpus(settings: DataSettings, voices: list[Voice] | None = None) -> tuple[list[Plan], list[str]]:
+    """The utterance plans of all splits and the commands held out of training.
+
+    `voices` (default: every voice the settings name) are the speakers to split; pass
+    the `distinct_voices` of them so that no two names for one sound straddle splits.
+    """
     synth = settings.synth
     commands = expand_grammar(synth.templates, synth.slots)
     if not commands:
@@ -61,7 +65,7 @@ def plan_corpus(settings: DataSettings) -> tuple[list[Plan], list[str]]:
     n_heldout = int(round(len(commands) * synth.heldout_command_share))
     heldout = sorted(rng.choice(commands, size=n_heldout, replace=False).tolist()) if n_heldout else []
     seen = [c for c in commands if c not in set(heldout)]
-    voices = split_voices(synth, settings.seed)
+    by_split = split_voices(synth, settings.seed, voices)
     n_test = max(1, round(settings.size * synth.test_share))
     n_valid = max(1, round(settings.size * synth.valid_share))
     sizes = {"train": settings.size - n_test - n_valid, "valid": n_valid, "test": n_test}
@@ -69,7 +73,7 @@ def plan_corpus(settings: DataSettings) -> tuple[list[Plan], list[str]]:
     for split_index, split in enumerate(SPLITS):
         split_rng = np.random.default_rng([settings.seed, 2, split_index])
         for i in range(sizes[split]):
-            plans.append(_plan_one(split, i, split_index, split_rng, voices[split], seen, heldout, settings))
+            plans.append(_plan_one(split, i, split_index, split_rng, by_split[split], seen, heldout, settings))
     return plans, heldout
 
 
@@ -138,7 +142,7 @@ def render(plan: Plan, sample_rate: int) -> np.ndarray:
     pad = lambda seconds: np.zeros(int(seconds * sample_rate), dtype=np.float32)  # noqa: E731
     audio = np.concatenate([pad(plan.lead_s), speech, pad(plan.trail_s)])
     if plan.snr_db is not None:
-        noise = make_noise(plan.noise_kind, audio.size, sample_rate, rng)
+        noise = draw_noise(plan.noise_kind, audio.size, sample_rate, rng, seed=plan.seed[0])
         if plan.text:
             audio = mix_at_snr(audio, noise, plan.snr_db)
         else:  # nothing said: noise alone, at a level speech would have had at this SNR
@@ -159,9 +163,9 @@ def _render_to_file(job: tuple[Plan, int, str]) -> tuple[str, float, str | None]
     return plan.id, audio.size / sample_rate, None
 
 
-def check_engines(plans: list[Plan]) -> None:
+def check_engines(voices: list[Voice]) -> None:
     """Fail once, clearly, when an engine cannot run at all (rather than once per utterance)."""
-    for engine in sorted({p.voice.engine for p in plans}):
+    for engine in sorted({v.engine for v in voices}):
         if shutil.which(engine) is None:
             raise SeqxError(f"{engine}: not installed; `make setup` installs it (apt-get install {engine})")
         probe = [engine, "--version"] if engine == "espeak-ng" else [engine, "-lv"]
@@ -175,12 +179,19 @@ def synthesize(
     settings: DataSettings, out_dir: Path, reporter: Reporter
 ) -> tuple[dict[str, list[Utterance]], list[str], list[tuple[str, str]]]:
     """Render the planned corpus under out_dir/audio/SPLIT/; returns manifests, held-out commands, skipped."""
-    plans, heldout = plan_corpus(settings)
-    check_engines(plans)
+    voices = all_voices(settings.synth)
+    check_engines(voices)
+    workers = settings.workers or os.cpu_count() or 1
+    voices, dropped = distinct_voices(voices, workers)
+    if dropped:
+        shown = "; ".join(f"{name} {why}" for name, why in dropped[:3])
+        more = f"; and {len(dropped) - 3} more" if len(dropped) > 3 else ""
+        reporter.info(f"data.synth: {len(voices)} distinct voices; left out {len(dropped)}: {shown}{more}")
+    plans, heldout = plan_corpus(settings, voices)
+    shutil.rmtree(out_dir / "audio", ignore_errors=True)  # a smaller corpus must not leave the old one's files
     for split in SPLITS:
         (out_dir / "audio" / split).mkdir(parents=True, exist_ok=True)
     jobs = [(p, settings.sample_rate, str(out_dir / "audio" / p.split / f"{p.id}.wav")) for p in plans]
-    workers = settings.workers or os.cpu_count() or 1
     manifests: dict[str, list[Utterance]] = {s: [] for s in SPLITS}
     skipped: list[tuple[str, str]] = []
     by_id = {p.id: (p, path) for p, _, path in jobs}
@@ -188,6 +199,9 @@ def synthesize(
     with get_context("fork").Pool(workers) as pool:
         for utt_id, duration, problem in pool.imap(_render_to_file, jobs, chunksize=8):
             plan, path = by_id[utt_id]
+            if not problem and duration > settings.max_duration:
+                problem = f"longer than data.max_duration ({duration:.1f} s > {settings.max_duration:g} s)"
+                Path(path).unlink(missing_ok=True)
             if problem:
                 skipped.append((utt_id, problem))
                 reporter.warn(f"{utt_id} ({voice_name(plan.voice)}): {problem}")
