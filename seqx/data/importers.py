@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -91,6 +92,8 @@ def _kaldi(path: Path, settings: ManifestSettings) -> list[Row]:
                 entries[key] = value.strip()
         return entries
 
+    if (path / "segments").is_file():  # utterances cut from longer recordings: no file per utterance
+        raise SeqxError(f"{path / 'segments'}: Kaldi segments are not supported; cut the audio into one file per utterance")
     wavs, texts, speakers = table("wav.scp"), table("text"), table("utt2spk")
     rows = []
     for utt_id, audio in wavs.items():
@@ -105,20 +108,30 @@ def _folder(path: Path, settings: ManifestSettings) -> list[Row]:
     for audio in sorted(p for p in path.rglob("*") if p.suffix.lower() in AUDIO_SUFFIXES):
         transcript = audio.with_suffix(".txt")
         text = transcript.read_text().strip() if transcript.is_file() else ""
-        rows.append((audio.stem, str(audio.resolve()), text, audio.parent.name))
+        # the id is the path below the folder, so a/1.wav and b/1.wav stay two utterances
+        utt_id = "-".join(audio.relative_to(path).with_suffix("").parts)
+        rows.append((utt_id, str(audio.resolve()), text, audio.parent.name))
     return rows
 
 
-def check_rows(rows: list[Row], max_duration: float) -> tuple[list[Utterance], list[tuple[str, str]]]:
-    """Usable utterances and (what, reason) for each skipped one."""
+def check_rows(
+    rows: list[Row], max_duration: float, advance: Callable[[int], None] | None = None
+) -> tuple[list[Utterance], list[tuple[str, str]]]:
+    """Usable utterances and (what, reason) for each skipped one; `advance(1)` after each row."""
     kept: list[Utterance] = []
     skipped: list[tuple[str, str]] = []
+    seen: set[str] = set()
     for utt_id, audio, text, speaker in rows:
         problem, duration = _problem(audio, text, max_duration)
-        if problem:
-            skipped.append((audio, problem))
+        if not problem and utt_id in seen:  # later stages look utterances up by id
+            problem = f"duplicate utterance id {utt_id}"
+        if problem:  # a piped command is named by its utterance id: the command says little
+            skipped.append((f"{utt_id}: {audio[1:].strip()}" if audio.startswith("|") else audio, problem))
         else:
+            seen.add(utt_id)
             kept.append(Utterance(utt_id, audio, " ".join(text.split()), round(duration, 4), speaker or utt_id))
+        if advance is not None:
+            advance(1)
     return kept, skipped
 
 

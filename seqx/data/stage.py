@@ -13,7 +13,7 @@ from seqx.data.synth import SPLITS, synthesize
 from seqx.errors import SeqxError
 from seqx.recipe import Recipe
 from seqx.report import Collect, Reporter
-from seqx.stage import fingerprint, is_fresh, mark_done
+from seqx.stage import file_signature, fingerprint, is_fresh, mark_done
 
 STAGE_VERSION = 1  # bump when the stage's output changes for the same settings
 
@@ -33,11 +33,19 @@ def manifests_exist(recipe: Recipe) -> bool:
 
 
 def _key(recipe: Recipe) -> str:
+    """Settings that shape the output (not `workers`: the corpus is the same for any number) and inputs."""
     inputs = []
     if recipe.data.source == "manifest":
         m = recipe.data.manifest
-        inputs = [Path(p) for p in (m.train, m.valid, m.test) if p]
-    return fingerprint(STAGE_VERSION, recipe.data, inputs)
+        inputs = [input_signature(Path(p)) for p in (m.train, m.valid, m.test) if p]
+    return fingerprint(STAGE_VERSION, recipe.data.model_dump(mode="json", exclude={"workers"}), inputs)
+
+
+def input_signature(path: Path) -> object:
+    """A manifest file's signature; for a Kaldi dir or a folder, that of every file in it."""
+    if path.is_dir():
+        return [file_signature(f) for f in sorted(path.rglob("*")) if f.is_file()]
+    return file_signature(path) if path.is_file() else str(path)
 
 
 def run_data_stage(recipe: Recipe, reporter: Reporter | None = None, force: bool = False) -> DataReport:
@@ -72,8 +80,7 @@ def _import(recipe: Recipe, reporter: Reporter) -> tuple[dict[str, list[Utteranc
             continue
         rows = read_rows(Path(source), settings)
         task = reporter.task(f"check {split}", total=len(rows), unit="utt")
-        kept, bad = check_rows(rows, recipe.data.max_duration)
-        task.advance(len(rows))
+        kept, bad = check_rows(rows, recipe.data.max_duration, task.advance)
         task.close()
         for what, reason in bad:
             reporter.warn(f"{what}: {reason}")
