@@ -1,0 +1,49 @@
+"""`seqx data` from the command line: the summary table, the cache message, --json."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from seqx.cli.app import COMMAND_MODULES, app
+
+from conftest import REPO
+
+for _name in COMMAND_MODULES:  # as main() does: register every command
+    importlib.import_module(f"seqx.cli.{_name}")
+
+SMALL = ["data.size=30", "data.synth.valid_voices=2", "data.synth.test_voices=2", "data.synth.empty_share=0"]
+
+
+def _args(tmp_path: Path, *extra: str) -> list[str]:
+    sets = [f"exp_dir={tmp_path}", *SMALL]
+    return ["data", str(REPO / "recipes/commands.yaml"), *sum((["--set", s] for s in sets), []), *extra]
+
+
+def test_cli_prints_the_summary_table_then_nothing_to_do(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, _args(tmp_path))
+    assert result.exit_code == 0, result.output
+    table = result.output
+    for word in ("split", "utterances", "hours", "speakers", "train", "valid", "test"):
+        assert word in table
+    train_row = next(line for line in table.splitlines() if "train" in line and "│" in line)
+    assert train_row.split("│")[2].strip() == "25"  # 30 utterances: 25 train, 2 valid, 3 test
+    again = CliRunner().invoke(app, _args(tmp_path))
+    assert again.exit_code == 0 and "nothing to do" in again.output
+
+
+def test_cli_json_report(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, _args(tmp_path, "--json"))
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["counts"] == {"train": 25, "valid": 2, "test": 3} and report["fresh"] is False
+    assert report["skipped"] == [] and report["hours"]["train"] > 0
+
+
+def test_cli_names_a_bad_setting(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, _args(tmp_path, "--set", "data.sizee=3"))
+    assert result.exit_code != 0
+    assert "data.sizee" in str(result.exception) + result.output

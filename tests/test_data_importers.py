@@ -1,0 +1,126 @@
+"""Manifest sources: every format keeps good utterances and reports bad ones by name and reason, never fatally."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from seqx.data.manifest import read_manifest
+from seqx.data.stage import run_data_stage
+from seqx.errors import SeqxError
+from seqx.recipe import Recipe, recipe_from_dict
+
+SPLITS = ("train", "valid", "test")
+
+
+def _recipe(tmp_path: Path, train: str, **manifest: object) -> Recipe:
+    data = {"source": "manifest", "max_duration": 5.0, "manifest": {"train": train, **manifest}}
+    return recipe_from_dict({"name": "imp", "exp_dir": str(tmp_path / "exp"), "data": data})
+
+
+def _inputs(folder: Path, espeak_wav) -> dict[str, str]:  # noqa: ANN001
+    """One good utterance and one of each kind of bad input."""
+    espeak_wav(folder / "good.wav")
+    espeak_wav(folder / "empty_text.wav")
+    (folder / "corrupt.wav").write_bytes(b"RIFF\x00\x00\x00\x00WAVEfmt garbage")
+    sf.write(folder / "silent.wav", np.zeros(8000), 16000)
+    sf.write(folder / "long.wav", 0.1 * np.sin(np.arange(16000 * 6) * 0.05), 16000)
+    return {k: str(folder / f"{k}.wav") for k in ("good", "corrupt", "silent", "empty_text", "long", "missing")}
+
+
+TEXTS = {"good": "check  the battery", "corrupt": "x", "silent": "y", "empty_text": "", "long": "z", "missing": "w"}
+REASONS = {
+    "corrupt.wav": "unreadable audio",
+    "silent.wav": "silent audio",
+    "empty_text.wav": "empty transcript",
+    "long.wav": "longer than data.max_duration",
+    "missing.wav": "missing audio file",
+}
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "tsv", "kaldi", "folder"])
+def test_importers_keep_good_and_report_bad(tmp_path: Path, fmt: str, espeak_wav) -> None:  # noqa: ANN001
+    files = _inputs(tmp_path / "audio", espeak_wav)
+    # relative paths resolve against the manifest's folder, not the working directory
+    rel = {k: os.path.relpath(v, tmp_path) for k, v in files.items()}
+    if fmt == "jsonl":
+        source = tmp_path / "m.jsonl"
+        source.write_text("".join(json.dumps({"audio": rel[k], "text": t}) + "\n" for k, t in TEXTS.items()))
+    elif fmt in ("csv", "tsv"):
+        sep = "," if fmt == "csv" else "\t"
+        source = tmp_path / f"m.{fmt}"
+        source.write_text(f"audio{sep}text\n" + "".join(f"{rel[k]}{sep}{t}\n" for k, t in TEXTS.items()))
+    elif fmt == "kaldi":
+        source = tmp_path / "kaldi"
+        source.mkdir()
+        scp = "".join(f"{k} {files[k]}\n" for k in TEXTS) + "piped sox in.flac -t wav - |\n"
+        (source / "wav.scp").write_text(scp)
+        (source / "text").write_text("".join(f"{k} {t}\n" for k, t in TEXTS.items()) + "piped hello\n")
+        (source / "utt2spk").write_text("good alice\n")
+    else:
+        source = tmp_path / "audio"
+        for key, text in TEXTS.items():
+            if key != "missing":
+                (source / f"{key}.txt").write_text(text)
+    recipe = _recipe(tmp_path, str(source), valid=str(source), test=str(source))
+    report = run_data_stage(recipe)
+    kept = read_manifest(recipe.data_dir / "train.jsonl")
+    assert [(Path(u.audio).name, u.text) for u in kept] == [("good.wav", "check the battery")]
+    assert kept[0].audio == files["good"] and kept[0].duration == pytest.approx(sf.info(files["good"]).duration, abs=1e-4)
+    if fmt == "kaldi":
+        assert kept[0].speaker == "alice"
+    reasons = {what if what.startswith("piped:") else Path(what).name: reason for what, reason in report.skipped}
+    expected = {k: v for k, v in REASONS.items() if not (fmt == "folder" and k == "missing.wav")}  # a folder lists what exists
+    if fmt == "kaldi":
+        expected["piped: sox in.flac -t wav - |"] = "piped wav.scp command"
+    assert {name: reasons[name][: len(why)] for name, why in expected.items()} == expected
+    assert len(report.skipped) == 3 * len(expected)  # the same bad files for each split
+
+
+def test_manifest_without_valid_and_test_carves_them_by_speaker(tmp_path: Path) -> None:
+    rows = []
+    for i in range(12):
+        path = tmp_path / f"u{i}.wav"
+        sf.write(path, 0.1 * np.sin(np.arange(8000) * 0.05 * (i + 1)), 16000)
+        rows.append({"audio": str(path), "text": f"command {i}", "speaker": f"s{i % 4}"})
+    source = tmp_path / "all.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    recipe = _recipe(tmp_path, str(source))
+    report = run_data_stage(recipe)
+    assert sum(report.counts.values()) == 12
+    speakers = {s: {u.speaker for u in read_manifest(recipe.data_dir / f"{s}.jsonl")} for s in SPLITS}
+    assert speakers["valid"] and speakers["test"]
+    assert not speakers["train"] & (speakers["valid"] | speakers["test"])
+
+
+def test_folder_ids_are_unique_across_subfolders_and_cache_sees_changed_files(tmp_path: Path, espeak_wav) -> None:  # noqa: ANN001
+    for speaker in ("ann", "bob", "cat"):
+        espeak_wav(tmp_path / "corpus" / speaker / "1.wav", "open the browser")
+        (tmp_path / "corpus" / speaker / "1.txt").write_text("open the browser")
+    corpus = str(tmp_path / "corpus")
+    recipe = _recipe(tmp_path, corpus, valid=corpus, test=corpus)
+    assert run_data_stage(recipe).counts == {"train": 3, "valid": 3, "test": 3}
+    assert sorted(u.id for u in read_manifest(recipe.data_dir / "train.jsonl")) == ["ann-1", "bob-1", "cat-1"]
+    assert run_data_stage(recipe).fresh
+    (tmp_path / "corpus" / "bob" / "1.txt").write_text("close the browser")  # a file inside the folder changed
+    again = run_data_stage(recipe)
+    assert not again.fresh
+    assert "close the browser" in {u.text for u in read_manifest(recipe.data_dir / "train.jsonl")}
+
+
+def test_bad_sources_fail_with_the_setting_named(tmp_path: Path) -> None:
+    with pytest.raises(SeqxError, match="data.manifest.train: required"):
+        run_data_stage(recipe_from_dict({"exp_dir": str(tmp_path), "data": {"source": "manifest"}}))
+    with pytest.raises(SeqxError, match="no such manifest"):
+        run_data_stage(_recipe(tmp_path, str(tmp_path / "nope.jsonl")))
+    kaldi = tmp_path / "kaldi"
+    kaldi.mkdir()
+    (kaldi / "wav.scp").write_text("rec1 /x/rec1.wav\n")
+    (kaldi / "segments").write_text("u1 rec1 0.0 1.5\n")
+    with pytest.raises(SeqxError, match="segments are not supported"):
+        run_data_stage(_recipe(tmp_path, str(kaldi)))

@@ -1,0 +1,123 @@
+"""The synthetic command corpus: the default grammar, distinct voices, noise, determinism, disjoint splits, cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from seqx.data.grammar import expand_grammar, vocabulary
+from seqx.data.manifest import read_manifest
+from seqx.data.noise import NOISE_KINDS, draw_noise, mix_at_snr
+from seqx.data.stage import run_data_stage
+from seqx.data.voices import all_voices, distinct_voices
+from seqx.errors import SeqxError
+from seqx.recipe import Recipe, Voice, load_recipe
+from seqx.report import Collect
+
+from conftest import REPO
+
+SMALL = ["data.size=40", "data.synth.valid_voices=2", "data.synth.test_voices=2"]
+SPLITS = ("train", "valid", "test")
+
+
+def _recipe(tmp_path: Path, *extra: str) -> Recipe:
+    return load_recipe(REPO / "recipes/commands.yaml", [f"exp_dir={tmp_path}", *SMALL, *extra])
+
+
+def _splits(recipe: Recipe) -> dict:
+    return {s: read_manifest(recipe.data_dir / f"{s}.jsonl") for s in SPLITS}
+
+
+def test_default_grammar_size() -> None:
+    synth = load_recipe(REPO / "recipes/commands.yaml").data.synth
+    commands = expand_grammar(synth.templates, synth.slots)
+    assert len(commands) >= 300
+    assert 60 <= len(vocabulary(commands)) <= 120
+    assert {"set a timer for twenty five minutes", "check the battery", "show the program log"} <= set(commands)
+
+
+def test_grammar_names_unknown_slot() -> None:
+    with pytest.raises(SeqxError, match="unknown slot"):
+        expand_grammar(["open the {thing}"], {})
+
+
+def test_every_default_voice_sounds_different() -> None:
+    """espeak-ng speaks an unknown variant with the plain voice; such twins would leak a test voice into train."""
+    voices = all_voices(load_recipe(REPO / "recipes/commands.yaml").data.synth)
+    kept, dropped = distinct_voices(voices, workers=2)
+    assert len(kept) == len(voices) >= 200, dropped[:3]
+    twins = [Voice(language="en-us"), Voice(language="en-us", variant="nosuchvariant"), Voice(language="en-us", variant="m3")]
+    kept, dropped = distinct_voices(twins, workers=2)
+    assert kept == [twins[0], twins[2]]
+    assert dropped == [("espeak:en-us+nosuchvariant", "sounds the same as espeak:en-us")]
+
+
+@pytest.mark.parametrize("kind", NOISE_KINDS)
+def test_noise_is_unit_rms_and_mixes_at_the_snr(kind: str) -> None:
+    rng = np.random.default_rng(0)
+    noise = draw_noise(kind, 16001, 16000, rng)
+    assert noise.dtype == np.float32 and noise.shape == (16001,)
+    assert np.sqrt(np.mean(noise**2)) == pytest.approx(1.0, rel=1e-3)
+    speech = (0.3 * np.sin(np.arange(16001) * 0.1)).astype(np.float32)
+    mixed = mix_at_snr(speech, noise, 12.0)
+    snr = 10 * np.log10(np.mean(speech**2) / np.mean((mixed - speech) ** 2))
+    assert snr == pytest.approx(12.0, abs=0.2)
+
+
+def test_synth_is_deterministic_and_splits_are_disjoint(tmp_path: Path) -> None:
+    first, second = _recipe(tmp_path / "a"), _recipe(tmp_path / "b", "data.workers=1")  # workers do not matter
+    report = run_data_stage(first)
+    run_data_stage(second)
+    assert sum(report.counts.values()) == 40 and not report.skipped
+    for split in SPLITS:
+        a, b = (r.data_dir / f"{split}.jsonl" for r in (first, second))
+        assert a.read_bytes() == b.read_bytes()
+        for utt in read_manifest(a):
+            other = Path(utt.audio.replace(str(first.data_dir), str(second.data_dir)))
+            assert Path(utt.audio).read_bytes() == other.read_bytes()
+    splits = _splits(first)
+    speakers = {s: {u.speaker for u in utts} for s, utts in splits.items()}
+    assert not speakers["test"] & (speakers["train"] | speakers["valid"])
+    assert not speakers["valid"] & speakers["train"]
+    heldout = set((first.data_dir / "heldout_commands.txt").read_text().splitlines())
+    assert heldout and not heldout & {u.text for u in splits["train"]}
+    assert heldout & {u.text for u in splits["valid"] + splits["test"]}  # evaluated, not only withheld
+
+
+def test_synth_audio_is_speech_and_empty_ones_are_quiet(tmp_path: Path) -> None:
+    recipe = _recipe(tmp_path, "data.synth.empty_share=0.3")
+    run_data_stage(recipe)
+    utts = read_manifest(recipe.data_dir / "train.jsonl")
+    loudness = {True: [], False: []}
+    for utt in utts:
+        audio, rate = sf.read(utt.audio)
+        assert rate == 16000 and audio.ndim == 1 and sf.info(utt.audio).subtype == "PCM_16"
+        assert abs(len(audio) / rate - utt.duration) < 1e-3 and 0.5 < utt.duration < 6
+        loudness[bool(utt.text)].append(np.sqrt(np.mean(audio**2)))
+    assert loudness[True] and loudness[False]
+    assert max(loudness[False]) < min(loudness[True])
+
+
+def test_flite_test_voices_and_max_duration(tmp_path: Path) -> None:
+    recipe = _recipe(tmp_path, "data.size=24", "data.synth.test_engine=flite", "data.max_duration=2.5")
+    report = run_data_stage(recipe)
+    splits = _splits(recipe)
+    assert {u.speaker.split(":")[0] for u in splits["test"]} == {"flite"}
+    assert {u.speaker.split(":")[0] for u in splits["train"] + splits["valid"]} == {"espeak"}
+    assert report.skipped and all("data.max_duration" in why for _, why in report.skipped)
+    assert max(u.duration for s in splits.values() for u in s) <= 2.5
+
+
+def test_cache_is_a_no_op_and_settings_changes_redo(tmp_path: Path) -> None:
+    recipe = _recipe(tmp_path)
+    assert not run_data_stage(recipe).fresh
+    stamp = (recipe.data_dir / "train.jsonl").stat().st_mtime_ns
+    again = run_data_stage(_recipe(tmp_path, "data.workers=1"))  # same corpus for any number of workers
+    assert again.fresh and again.counts == run_data_stage(recipe).counts
+    assert (recipe.data_dir / "train.jsonl").stat().st_mtime_ns == stamp
+    reporter = Collect()
+    assert not run_data_stage(_recipe(tmp_path, "data.seed=1"), reporter).fresh
+    assert not run_data_stage(recipe, force=True).fresh
