@@ -6,11 +6,10 @@ import importlib
 import json
 from pathlib import Path
 
+from conftest import REPO
 from typer.testing import CliRunner
 
 from seqx.cli.app import COMMAND_MODULES, app
-
-from conftest import REPO
 
 for _name in COMMAND_MODULES:  # as main() does: register every command
     importlib.import_module(f"seqx.cli.{_name}")
@@ -20,7 +19,7 @@ SMALL = ["data.size=30", "data.synth.valid_voices=2", "data.synth.test_voices=2"
 
 def _args(tmp_path: Path, *extra: str) -> list[str]:
     sets = [f"exp_dir={tmp_path}", *SMALL]
-    return ["data", str(REPO / "recipes/commands.yaml"), *sum((["--set", s] for s in sets), []), *extra]
+    return ["data", str(REPO / "recipes/commands.yaml"), *[arg for s in sets for arg in ("--set", s)], *extra]
 
 
 def test_cli_prints_the_summary_table_then_nothing_to_do(tmp_path: Path) -> None:

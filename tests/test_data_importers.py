@@ -23,7 +23,7 @@ def _recipe(tmp_path: Path, train: str, **manifest: object) -> Recipe:
     return recipe_from_dict({"name": "imp", "exp_dir": str(tmp_path / "exp"), "data": data})
 
 
-def _inputs(folder: Path, espeak_wav) -> dict[str, str]:  # noqa: ANN001
+def _inputs(folder: Path, espeak_wav) -> dict[str, str]:
     """One good utterance and one of each kind of bad input."""
     espeak_wav(folder / "good.wav")
     espeak_wav(folder / "empty_text.wav")
@@ -44,7 +44,7 @@ REASONS = {
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "csv", "tsv", "kaldi", "folder"])
-def test_importers_keep_good_and_report_bad(tmp_path: Path, fmt: str, espeak_wav) -> None:  # noqa: ANN001
+def test_importers_keep_good_and_report_bad(tmp_path: Path, fmt: str, espeak_wav) -> None:
     files = _inputs(tmp_path / "audio", espeak_wav)
     # relative paths resolve against the manifest's folder, not the working directory
     rel = {k: os.path.relpath(v, tmp_path) for k, v in files.items()}
@@ -71,11 +71,15 @@ def test_importers_keep_good_and_report_bad(tmp_path: Path, fmt: str, espeak_wav
     report = run_data_stage(recipe)
     kept = read_manifest(recipe.data_dir / "train.jsonl")
     assert [(Path(u.audio).name, u.text) for u in kept] == [("good.wav", "check the battery")]
-    assert kept[0].audio == files["good"] and kept[0].duration == pytest.approx(sf.info(files["good"]).duration, abs=1e-4)
+    assert kept[0].audio == files["good"] and kept[0].duration == pytest.approx(
+        sf.info(files["good"]).duration, abs=1e-4
+    )
     if fmt == "kaldi":
         assert kept[0].speaker == "alice"
     reasons = {what if what.startswith("piped:") else Path(what).name: reason for what, reason in report.skipped}
-    expected = {k: v for k, v in REASONS.items() if not (fmt == "folder" and k == "missing.wav")}  # a folder lists what exists
+    expected = {
+        k: v for k, v in REASONS.items() if not (fmt == "folder" and k == "missing.wav")
+    }  # a folder lists what exists
     if fmt == "kaldi":
         expected["piped: sox in.flac -t wav - |"] = "piped wav.scp command"
     assert {name: reasons[name][: len(why)] for name, why in expected.items()} == expected
@@ -98,7 +102,7 @@ def test_manifest_without_valid_and_test_carves_them_by_speaker(tmp_path: Path) 
     assert not speakers["train"] & (speakers["valid"] | speakers["test"])
 
 
-def test_folder_ids_are_unique_across_subfolders_and_cache_sees_changed_files(tmp_path: Path, espeak_wav) -> None:  # noqa: ANN001
+def test_folder_ids_are_unique_across_subfolders_and_cache_sees_changed_files(tmp_path: Path, espeak_wav) -> None:
     for speaker in ("ann", "bob", "cat"):
         espeak_wav(tmp_path / "corpus" / speaker / "1.wav", "open the browser")
         (tmp_path / "corpus" / speaker / "1.txt").write_text("open the browser")

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
+from conftest import REPO
 
 from seqx.data.grammar import expand_grammar, vocabulary
 from seqx.data.manifest import read_manifest
@@ -16,8 +17,6 @@ from seqx.data.voices import all_voices, distinct_voices
 from seqx.errors import SeqxError
 from seqx.recipe import Recipe, Voice, load_recipe
 from seqx.report import Collect
-
-from conftest import REPO
 
 SMALL = ["data.size=40", "data.synth.valid_voices=2", "data.synth.test_voices=2"]
 SPLITS = ("train", "valid", "test")
@@ -49,7 +48,11 @@ def test_every_default_voice_sounds_different() -> None:
     voices = all_voices(load_recipe(REPO / "recipes/commands.yaml").data.synth)
     kept, dropped = distinct_voices(voices, workers=2)
     assert len(kept) == len(voices) >= 200, dropped[:3]
-    twins = [Voice(language="en-us"), Voice(language="en-us", variant="nosuchvariant"), Voice(language="en-us", variant="m3")]
+    twins = [
+        Voice(language="en-us"),
+        Voice(language="en-us", variant="nosuchvariant"),
+        Voice(language="en-us", variant="m3"),
+    ]
     kept, dropped = distinct_voices(twins, workers=2)
     assert kept == [twins[0], twins[2]]
     assert dropped == [("espeak:en-us+nosuchvariant", "sounds the same as espeak:en-us")]

@@ -60,7 +60,14 @@ def _jsonl(path: Path, settings: ManifestSettings) -> list[Row]:
         except (ValueError, KeyError):
             raise SeqxError(f"{path}:{number}: expected JSON with a '{settings.audio_column}' key") from None
         utt_id = str(raw.get("id") or Path(audio).stem)
-        rows.append((utt_id, _resolve(path.parent, audio), str(raw.get(settings.text_column) or ""), str(raw.get("speaker", ""))))
+        rows.append(
+            (
+                utt_id,
+                _resolve(path.parent, audio),
+                str(raw.get(settings.text_column) or ""),
+                str(raw.get("speaker", "")),
+            )
+        )
     return rows
 
 
@@ -93,13 +100,22 @@ def _kaldi(path: Path, settings: ManifestSettings) -> list[Row]:
         return entries
 
     if (path / "segments").is_file():  # utterances cut from longer recordings: no file per utterance
-        raise SeqxError(f"{path / 'segments'}: Kaldi segments are not supported; cut the audio into one file per utterance")
+        raise SeqxError(
+            f"{path / 'segments'}: Kaldi segments are not supported; cut the audio into one file per utterance"
+        )
     wavs, texts, speakers = table("wav.scp"), table("text"), table("utt2spk")
     rows = []
     for utt_id, audio in wavs.items():
         # piped commands ("sox x.flac -t wav - |") are left to Kaldi; we read files only
         audio = "|" + audio if audio.endswith("|") else audio
-        rows.append((utt_id, audio if audio.startswith("|") else _resolve(path, audio), texts.get(utt_id, ""), speakers.get(utt_id, "")))
+        rows.append(
+            (
+                utt_id,
+                audio if audio.startswith("|") else _resolve(path, audio),
+                texts.get(utt_id, ""),
+                speakers.get(utt_id, ""),
+            )
+        )
     return rows
 
 
@@ -124,7 +140,7 @@ def check_rows(
     for utt_id, audio, text, speaker in rows:
         problem, duration = _problem(audio, text, max_duration)
         if not problem and utt_id in seen:  # later stages look utterances up by id
-            problem = f"duplicate utterance id {utt_id}"
+            problem = f"duplicate utterance id ({utt_id})"
         if problem:  # a piped command is named by its utterance id: the command says little
             skipped.append((f"{utt_id}: {audio[1:].strip()}" if audio.startswith("|") else audio, problem))
         else:

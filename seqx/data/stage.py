@@ -88,7 +88,9 @@ def _import(recipe: Recipe, reporter: Reporter) -> tuple[dict[str, list[Utteranc
     for split in ("valid", "test"):
         if split not in manifests:  # carve it out of train by speaker, so no speaker is in both
             manifests["train"], manifests[split] = _carve(manifests["train"], 0.05, recipe.data.seed + len(split))
-            reporter.info(f"data.manifest.{split} not set: {len(manifests[split])} utterances held out of train by speaker")
+            reporter.info(
+                f"data.manifest.{split} not set: {len(manifests[split])} utterances held out of train by speaker"
+            )
     return {s: manifests[s] for s in SPLITS}, skipped
 
 
@@ -107,7 +109,9 @@ def _carve(utts: list[Utterance], share: float, seed: int) -> tuple[list[Utteran
     return [u for u in utts if u.speaker not in chosen], [u for u in utts if u.speaker in chosen]
 
 
-def _report(out_dir: Path, fresh: bool, manifests: dict[str, list[Utterance]], skipped: list[tuple[str, str]]) -> DataReport:
+def _report(
+    out_dir: Path, fresh: bool, manifests: dict[str, list[Utterance]], skipped: list[tuple[str, str]]
+) -> DataReport:
     return DataReport(
         out_dir=str(out_dir),
         fresh=fresh,

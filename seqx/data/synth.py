@@ -62,7 +62,7 @@ def plan_corpus(settings: DataSettings, voices: list[Voice] | None = None) -> tu
     if not commands:
         raise SeqxError("data.synth.templates: the grammar makes no commands")
     rng = np.random.default_rng([settings.seed, 0])
-    n_heldout = int(round(len(commands) * synth.heldout_command_share))
+    n_heldout = round(len(commands) * synth.heldout_command_share)
     heldout = sorted(rng.choice(commands, size=n_heldout, replace=False).tolist()) if n_heldout else []
     seen = [c for c in commands if c not in set(heldout)]
     by_split = split_voices(synth, settings.seed, voices)
@@ -117,7 +117,8 @@ def speak(text: str, voice: Voice, rate: int, pitch: int, amplitude: int) -> tup
             out = Path(tmp) / "u.wav"
             # flite's speed is a duration multiplier: 175 wpm ~ 1.0
             stretch = f"{175.0 / rate:.3f}"
-            cmd = ["flite", "-voice", voice.variant, "--setf", f"duration_stretch={stretch}", "-t", text, "-o", str(out)]
+            cmd = ["flite", "-voice", voice.variant, "--setf", f"duration_stretch={stretch}"]
+            cmd += ["-t", text, "-o", str(out)]
             subprocess.run(cmd, check=True, capture_output=True, timeout=60)
             samples, rate_hz = sf.read(out, dtype="float32")
         return samples * (amplitude / 100.0), rate_hz
@@ -139,7 +140,7 @@ def render(plan: Plan, sample_rate: int) -> np.ndarray:
             speech = soxr.resample(speech, rate_hz, sample_rate).astype(np.float32)
     else:
         speech = np.zeros(int(rng.uniform(0.5, 2.0) * sample_rate), dtype=np.float32)
-    pad = lambda seconds: np.zeros(int(seconds * sample_rate), dtype=np.float32)  # noqa: E731
+    pad = lambda seconds: np.zeros(int(seconds * sample_rate), dtype=np.float32)
     audio = np.concatenate([pad(plan.lead_s), speech, pad(plan.trail_s)])
     if plan.snr_db is not None:
         noise = draw_noise(plan.noise_kind, audio.size, sample_rate, rng, seed=plan.seed[0])
@@ -169,7 +170,7 @@ def check_engines(voices: list[Voice]) -> None:
         if shutil.which(engine) is None:
             raise SeqxError(f"{engine}: not installed; `make setup` installs it (apt-get install {engine})")
         probe = [engine, "--version"] if engine == "espeak-ng" else [engine, "-lv"]
-        result = subprocess.run(probe, capture_output=True, text=True, timeout=30)
+        result = subprocess.run(probe, check=False, capture_output=True, text=True, timeout=30)
         if result.returncode != 0:
             reason = (result.stderr or result.stdout).strip().splitlines()
             raise SeqxError(f"{engine}: does not run ({reason[0] if reason else f'exit {result.returncode}'})")
@@ -206,7 +207,9 @@ def synthesize(
                 skipped.append((utt_id, problem))
                 reporter.warn(f"{utt_id} ({voice_name(plan.voice)}): {problem}")
             else:
-                manifests[plan.split].append(Utterance(utt_id, path, plan.text, round(duration, 4), voice_name(plan.voice)))
+                manifests[plan.split].append(
+                    Utterance(utt_id, path, plan.text, round(duration, 4), voice_name(plan.voice))
+                )
             task.advance(1)
     task.close()
     return manifests, heldout, skipped

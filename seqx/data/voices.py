@@ -29,7 +29,9 @@ from seqx.recipe import SynthSettings, Voice
 def all_voices(settings: SynthSettings) -> list[Voice]:
     voices = []
     if "espeak-ng" in settings.engines:
-        voices += [Voice(engine="espeak-ng", language=a, variant=v) for a in settings.accents for v in settings.variants]
+        voices += [
+            Voice(engine="espeak-ng", language=a, variant=v) for a in settings.accents for v in settings.variants
+        ]
     if "flite" in settings.engines or settings.test_engine == "flite":
         voices += [Voice(engine="flite", language="en-us", variant=v) for v in settings.flite_voices]
     return voices
@@ -51,13 +53,18 @@ def _sound_of(voice: Voice) -> str | None:
         if voice.engine == "flite":
             with tempfile.TemporaryDirectory() as tmp:
                 out = Path(tmp) / "probe.wav"
-                subprocess.run(["flite", "-voice", voice.variant, "-t", PROBE_TEXT, "-o", str(out)],
-                               check=True, capture_output=True, timeout=60)
+                subprocess.run(
+                    ["flite", "-voice", voice.variant, "-t", PROBE_TEXT, "-o", str(out)],
+                    check=True,
+                    capture_output=True,
+                    timeout=60,
+                )
                 wav = out.read_bytes()
         else:
             name = voice.language + (f"+{voice.variant}" if voice.variant else "")
-            wav = subprocess.run(["espeak-ng", "-v", name, "--stdout", PROBE_TEXT],
-                                 check=True, capture_output=True, timeout=60).stdout
+            wav = subprocess.run(
+                ["espeak-ng", "-v", name, "--stdout", PROBE_TEXT], check=True, capture_output=True, timeout=60
+            ).stdout
     except (subprocess.SubprocessError, OSError):
         return None
     return hashlib.sha256(wav).hexdigest() if len(wav) > 1000 else None
