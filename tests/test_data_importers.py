@@ -14,6 +14,7 @@ from seqx.data.manifest import read_manifest
 from seqx.data.stage import run_data_stage
 from seqx.errors import SeqxError
 from seqx.recipe import Recipe, recipe_from_dict
+from seqx.report import Collect
 
 SPLITS = ("train", "valid", "test")
 
@@ -128,3 +129,18 @@ def test_bad_sources_fail_with_the_setting_named(tmp_path: Path) -> None:
     (kaldi / "segments").write_text("u1 rec1 0.0 1.5\n")
     with pytest.raises(SeqxError, match="segments are not supported"):
         run_data_stage(_recipe(tmp_path, str(kaldi)))
+
+
+def test_one_speaker_manifest_is_carved_by_utterance(tmp_path: Path) -> None:
+    rows = []
+    for i in range(40):
+        path = tmp_path / f"u{i}.wav"
+        sf.write(path, 0.1 * np.sin(np.arange(4000) * 0.05 * (i + 1)), 16000)
+        rows.append({"audio": str(path), "text": f"command {i}", "speaker": "only"})
+    source = tmp_path / "all.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    reporter = Collect()
+    report = run_data_stage(_recipe(tmp_path, str(source)), reporter)
+    assert report.counts == {"train": 36, "valid": 2, "test": 2}
+    assert report.speakers == {"train": 1, "valid": 1, "test": 1}
+    assert any("by utterance" in line for line in reporter.infos)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -87,26 +88,31 @@ def _import(recipe: Recipe, reporter: Reporter) -> tuple[dict[str, list[Utteranc
         manifests[split], skipped = kept, skipped + bad
     for split in ("valid", "test"):
         if split not in manifests:  # carve it out of train by speaker, so no speaker is in both
-            manifests["train"], manifests[split] = _carve(manifests["train"], 0.05, recipe.data.seed + len(split))
+            train = manifests["train"]
+            # by speaker, so no speaker is in two splits; with too few speakers that cannot be, so by utterance
+            by = "speaker" if len({u.speaker for u in train}) >= 3 else "utterance"
+            manifests["train"], manifests[split] = _carve(train, 0.05, recipe.data.seed + len(split), by)
             reporter.info(
-                f"data.manifest.{split} not set: {len(manifests[split])} utterances held out of train by speaker"
+                f"data.manifest.{split} not set: {len(manifests[split])} utterances held out of train by {by}"
             )
     return {s: manifests[s] for s in SPLITS}, skipped
 
 
-def _carve(utts: list[Utterance], share: float, seed: int) -> tuple[list[Utterance], list[Utterance]]:
-    speakers = sorted({u.speaker for u in utts})
-    rng = np.random.default_rng(seed)
-    rng.shuffle(speakers)
+def _carve(utts: list[Utterance], share: float, seed: int, by: str) -> tuple[list[Utterance], list[Utterance]]:
+    """(rest, held out): about `share` of `utts`, whole speakers at a time when `by` is "speaker"."""
+    group = {u.id: (u.id if by == "utterance" else u.speaker) for u in utts}
+    sizes = Counter(group.values())
+    groups = sorted(sizes)
+    np.random.default_rng(seed).shuffle(groups)
     want = max(1, round(len(utts) * share))
     chosen: set[str] = set()
     count = 0
-    for speaker in speakers[:-1] if len(speakers) > 1 else speakers:
+    for name in groups[:-1] if len(groups) > 1 else groups:
         if count >= want:
             break
-        chosen.add(speaker)
-        count += sum(u.speaker == speaker for u in utts)
-    return [u for u in utts if u.speaker not in chosen], [u for u in utts if u.speaker in chosen]
+        chosen.add(name)
+        count += sizes[name]
+    return [u for u in utts if group[u.id] not in chosen], [u for u in utts if group[u.id] in chosen]
 
 
 def _report(
