@@ -129,6 +129,11 @@ def test_bad_sources_fail_with_the_setting_named(tmp_path: Path) -> None:
     (kaldi / "segments").write_text("u1 rec1 0.0 1.5\n")
     with pytest.raises(SeqxError, match="segments are not supported"):
         run_data_stage(_recipe(tmp_path, str(kaldi)))
+    one = tmp_path / "one.jsonl"
+    sf.write(tmp_path / "one.wav", 0.1 * np.sin(np.arange(4000) * 0.05), 16000)
+    one.write_text(json.dumps({"audio": "one.wav", "text": "open the browser"}) + "\n")
+    with pytest.raises(SeqxError, match="data.manifest.valid: not set, and 1 usable training utterance"):
+        run_data_stage(_recipe(tmp_path, str(one)))
 
 
 def test_one_speaker_manifest_is_carved_by_utterance(tmp_path: Path) -> None:

@@ -162,7 +162,7 @@ def _problem(audio: str, text: str, max_duration: float) -> tuple[str | None, fl
         info = sf.info(audio)
         duration = info.frames / info.samplerate
     except (RuntimeError, sf.LibsndfileError) as err:
-        return f"unreadable audio ({str(err).splitlines()[0][:80]})", 0.0
+        return f"unreadable audio ({_why(err)})", 0.0
     if info.frames == 0:
         return "empty audio", 0.0
     if duration > max_duration:
@@ -170,9 +170,14 @@ def _problem(audio: str, text: str, max_duration: float) -> tuple[str | None, fl
     try:
         head = sf.read(audio, frames=min(info.frames, info.samplerate * 30), dtype="float32")[0]
     except (RuntimeError, sf.LibsndfileError) as err:
-        return f"unreadable audio ({str(err).splitlines()[0][:80]})", 0.0
+        return f"unreadable audio ({_why(err)})", 0.0
     if not np.isfinite(head).all():
         return "audio has NaN/inf samples", duration
     if np.abs(head).max() == 0:
         return "silent audio (all samples zero)", duration
     return None, duration
+
+
+def _why(err: Exception) -> str:
+    """libsndfile's reason without the path it repeats ("Error opening 'x.wav': Format not recognised.")."""
+    return str(err).splitlines()[0].split("': ", 1)[-1][:80]

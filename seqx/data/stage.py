@@ -89,6 +89,11 @@ def _import(recipe: Recipe, reporter: Reporter) -> tuple[dict[str, list[Utteranc
     for split in ("valid", "test"):
         if split not in manifests:  # carve it out of train by speaker, so no speaker is in both
             train = manifests["train"]
+            if len(train) < 3:
+                raise SeqxError(
+                    f"data.manifest.{split}: not set, and {len(train)} usable training utterance(s) are too few "
+                    f"to hold some out for it; set data.manifest.valid and data.manifest.test"
+                )
             # by speaker, so no speaker is in two splits; with too few speakers that cannot be, so by utterance
             by = "speaker" if len({u.speaker for u in train}) >= 3 else "utterance"
             manifests["train"], manifests[split] = _carve(train, 0.05, recipe.data.seed + len(split), by)
