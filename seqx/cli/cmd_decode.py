@@ -139,8 +139,8 @@ def evaluate(
         table.add_row(
             name,
             str(scores.utterances),
-            f"{100 * scores.wer:.2f}",
-            f"{100 * scores.cer:.2f}",
+            f"{100 * scores.wer:.2f}" if scores.ref_words else "-",  # nothing said: only accuracy means anything
+            f"{100 * scores.cer:.2f}" if scores.ref_words else "-",
             f"{100 * scores.sentence_accuracy:.1f}",
         )
     out.print(table)
