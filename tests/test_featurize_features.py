@@ -11,7 +11,6 @@ for log-Mel the same floor before the log (1e-10). For MFCC both take
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
 import librosa
 import numpy as np

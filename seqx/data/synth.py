@@ -140,8 +140,8 @@ def render(plan: Plan, sample_rate: int) -> np.ndarray:
             speech = soxr.resample(speech, rate_hz, sample_rate).astype(np.float32)
     else:
         speech = np.zeros(int(rng.uniform(0.5, 2.0) * sample_rate), dtype=np.float32)
-    pad = lambda seconds: np.zeros(int(seconds * sample_rate), dtype=np.float32)
-    audio = np.concatenate([pad(plan.lead_s), speech, pad(plan.trail_s)])
+    lead, trail = (np.zeros(int(s * sample_rate), dtype=np.float32) for s in (plan.lead_s, plan.trail_s))
+    audio = np.concatenate([lead, speech, trail])
     if plan.snr_db is not None:
         noise = draw_noise(plan.noise_kind, audio.size, sample_rate, rng, seed=plan.seed[0])
         if plan.text:
