@@ -63,6 +63,9 @@ class SynthSettings(_Section):
     valid_voices: int = Field(4, ge=1)  # voices reserved for valid (never in train)
     test_voices: int = Field(6, ge=1)  # voices reserved for test (never in train or valid)
     test_engine: Literal["same", "flite"] = "same"  # "flite": test voices all come from flite
+    # Pin the test speakers by name ("flite:slt", "espeak:en-us+m3"): e.g. both engines in training,
+    # one flite voice held out. Empty: `test_voices` drawn at random.
+    test_speakers: list[str] = Field(default_factory=list)
     valid_share: float = Field(0.08, gt=0.0, lt=0.5)  # of `size`, before the voice split
     test_share: float = Field(0.1, gt=0.0, lt=0.5)
 

@@ -13,6 +13,7 @@ so each voice is probed once and only the first of each distinct sound is kept.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import hashlib
 import subprocess
@@ -93,7 +94,9 @@ def split_voices(settings: SynthSettings, seed: int, voices: list[Voice] | None 
     voices = all_voices(settings) if voices is None else voices
     order = np.random.default_rng([seed, 1]).permutation(len(voices))
     shuffled = [voices[i] for i in order]
-    if settings.test_engine == "flite":
+    if settings.test_speakers:
+        test, rest = _pinned_test_speakers(settings.test_speakers, shuffled)
+    elif settings.test_engine == "flite":
         test = [v for v in shuffled if v.engine == "flite"]
         rest = [v for v in shuffled if v.engine != "flite"]
     else:
@@ -105,3 +108,16 @@ def split_voices(settings: SynthSettings, seed: int, voices: list[Voice] | None 
             f"test ({settings.test_voices}) speakers of their own; add accents/variants or lower the counts"
         )
     return {"train": train, "valid": valid, "test": test}
+
+
+def _pinned_test_speakers(names: list[str], voices: list[Voice]) -> tuple[list[Voice], list[Voice]]:
+    """The named voices for test, the rest for train/valid; a name not in the voice list is an error."""
+    known = {voice_name(v): v for v in voices}
+    for name in names:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=3)
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            raise SeqxError(
+                f"data.synth.test_speakers: {name!r} is not one of the recipe's distinct voices{hint}"
+            )
+    return [known[n] for n in dict.fromkeys(names)], [v for v in voices if voice_name(v) not in names]
