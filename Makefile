@@ -33,6 +33,7 @@ bench: setup
 	$(PY) bench/featurize.py
 	$(PY) bench/train_throughput.py
 	$(PY) bench/decode.py
+	$(PY) bench/encoder_cost.py
 
 clean:
 	rm -rf exp .pytest_cache

@@ -116,14 +116,15 @@ def test_flite_test_voices_and_max_duration(tmp_path: Path) -> None:
 
 def test_pinned_test_speaker_with_both_engines_in_training(tmp_path: Path) -> None:
     few = ["data.synth.accents=[en-us]", "data.synth.variants=['', m1, f1]", "data.synth.valid_voices=1"]
-    recipe = _recipe(tmp_path, *few, "data.synth.engines=[espeak-ng, flite]", "data.synth.test_speakers=[flite:slt]")
+    both = [*few, "data.synth.engines=[espeak-ng, flite]"]
+    recipe = _recipe(tmp_path, *both, "data.synth.test_speakers=[flite:slt]")
     run_data_stage(recipe)
     splits = _splits(recipe)
     assert {u.speaker for u in splits["test"]} == {"flite:slt"}
     heard = {u.speaker for u in splits["train"] + splits["valid"]}
     assert "flite:slt" not in heard and {s.split(":")[0] for s in heard} == {"espeak", "flite"}
     with pytest.raises(SeqxError, match=r"test_speakers: 'flite:sIt'.*did you mean flite:slt"):
-        run_data_stage(_recipe(tmp_path, *few, "data.synth.engines=[espeak-ng, flite]", "data.synth.test_speakers=[flite:sIt]"))
+        run_data_stage(_recipe(tmp_path, *both, "data.synth.test_speakers=[flite:sIt]"))
 
 
 def test_cache_is_a_no_op_and_settings_changes_redo(tmp_path: Path) -> None:
