@@ -13,9 +13,10 @@ from seqx.data.grammar import expand_grammar, vocabulary
 from seqx.data.manifest import read_manifest
 from seqx.data.noise import NOISE_KINDS, draw_noise, mix_at_snr
 from seqx.data.stage import run_data_stage
+from seqx.data.synth import plan_corpus
 from seqx.data.voices import all_voices, distinct_voices
 from seqx.errors import SeqxError
-from seqx.recipe import Recipe, Voice, load_recipe
+from seqx.recipe import Recipe, RecipeError, Voice, load_recipe
 from seqx.report import Collect
 
 SMALL = ["data.size=40", "data.synth.valid_voices=2", "data.synth.test_voices=2"]
@@ -125,6 +126,20 @@ def test_pinned_test_speaker_with_both_engines_in_training(tmp_path: Path) -> No
     assert "flite:slt" not in heard and {s.split(":")[0] for s in heard} == {"espeak", "flite"}
     with pytest.raises(SeqxError, match=r"test_speakers: 'flite:sIt'.*did you mean flite:slt"):
         run_data_stage(_recipe(tmp_path, *both, "data.synth.test_speakers=[flite:sIt]"))
+
+
+def test_engine_weights_set_each_engines_share_of_utterances() -> None:
+    both = ["data.size=4000", "data.synth.engines=[espeak-ng, flite]", "data.synth.test_speakers=[flite:slt]"]
+
+    def flite_share(*extra: str) -> float:
+        plans, _ = plan_corpus(load_recipe(REPO / "recipes/commands.yaml", [*both, *extra]).data)
+        train = [p for p in plans if p.split == "train"]
+        return sum(p.voice.engine == "flite" for p in train) / len(train)
+
+    assert flite_share() < 0.05  # 3 flite voices among a few hundred: almost never heard
+    assert 0.22 < flite_share("data.synth.engine_weights={espeak-ng: 3, flite: 1}") < 0.28
+    with pytest.raises(RecipeError, match=r"data\.synth\.engine_weights.*must be > 0"):
+        load_recipe(REPO / "recipes/commands.yaml", [*both, "data.synth.engine_weights={flite: 0}"])
 
 
 def test_cache_is_a_no_op_and_settings_changes_redo(tmp_path: Path) -> None:

@@ -77,6 +77,17 @@ def plan_corpus(settings: DataSettings, voices: list[Voice] | None = None) -> tu
     return plans, heldout
 
 
+def _pick_voice(rng: np.random.Generator, voices: list[Voice], engine_weights: dict[str, float]) -> Voice:
+    """A voice for one utterance: uniform over voices, or engine by weight first when weights are set."""
+    engines = sorted({v.engine for v in voices})
+    if not engine_weights or len(engines) < 2:
+        return voices[rng.integers(len(voices))]  # the draw the corpus always made: old corpora stay the same
+    weights = np.array([engine_weights.get(e, 1.0) for e in engines])
+    engine = engines[rng.choice(len(engines), p=weights / weights.sum())]
+    of_engine = [v for v in voices if v.engine == engine]
+    return of_engine[rng.integers(len(of_engine))]
+
+
 def _plan_one(
     split: str,
     i: int,
@@ -98,7 +109,7 @@ def _plan_one(
         id=f"{split}-{i:06d}",
         split=split,
         text=text,
-        voice=voices[rng.integers(len(voices))],
+        voice=_pick_voice(rng, voices, synth.engine_weights),
         rate=int(rng.integers(synth.rate_wpm[0], synth.rate_wpm[1] + 1)),
         pitch=int(rng.integers(synth.pitch[0], synth.pitch[1] + 1)),
         amplitude=int(rng.integers(synth.amplitude[0], synth.amplitude[1] + 1)),
