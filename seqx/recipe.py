@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 
 class RecipeError(ValueError):
@@ -56,7 +56,7 @@ class SynthSettings(_Section):
     # Relative share of utterances per engine within a split ({espeak-ng: 3, flite: 1}: a quarter
     # flite; an engine not named weighs 1). Empty: every voice equally likely, so 4 flite voices
     # among ~170 espeak-ng ones are rare.
-    engine_weights: dict[Literal["espeak-ng", "flite"], float] = Field(default_factory=dict)
+    engine_weights: dict[Literal["espeak-ng", "flite"], Annotated[float, Field(gt=0)]] = Field(default_factory=dict)
     rate_wpm: tuple[int, int] = (130, 200)  # espeak-ng -s, words per minute
     pitch: tuple[int, int] = (30, 70)  # espeak-ng -p, 0..99
     amplitude: tuple[int, int] = (80, 160)  # espeak-ng -a, 0..200
@@ -72,14 +72,6 @@ class SynthSettings(_Section):
     test_speakers: list[str] = Field(default_factory=list)
     valid_share: float = Field(0.08, gt=0.0, lt=0.5)  # of `size`, before the voice split
     test_share: float = Field(0.1, gt=0.0, lt=0.5)
-
-    @field_validator("engine_weights")
-    @classmethod
-    def _positive_weights(cls, weights: dict[str, float]) -> dict[str, float]:
-        for engine, weight in weights.items():
-            if not weight > 0:
-                raise ValueError(f"data.synth.engine_weights.{engine}: must be > 0 (got {weight})")
-        return weights
 
     @model_validator(mode="after")
     def _check_grammar(self) -> SynthSettings:
@@ -373,7 +365,7 @@ def _validate(raw: dict[str, Any], source: str) -> Recipe:
 
 def _first_problem(err: ValidationError) -> str:
     problem = err.errors()[0]
-    loc = [str(p) for p in problem["loc"]]
+    loc = [str(p) for p in problem["loc"] if p != "[key]"]  # pydantic marks a bad dict key with "[key]"
     path = ".".join(loc)
     if problem["type"] == "extra_forbidden":
         hint = _suggest(loc)

@@ -138,8 +138,11 @@ def test_engine_weights_set_each_engines_share_of_utterances() -> None:
 
     assert flite_share() < 0.05  # 3 flite voices among a few hundred: almost never heard
     assert 0.22 < flite_share("data.synth.engine_weights={espeak-ng: 3, flite: 1}") < 0.28
-    with pytest.raises(RecipeError, match=r"data\.synth\.engine_weights.*must be > 0"):
+    zero_weight = r"data\.synth\.engine_weights\.flite: input should be greater than 0 \(got 0\)"
+    with pytest.raises(RecipeError, match=zero_weight):
         load_recipe(REPO / "recipes/commands.yaml", [*both, "data.synth.engine_weights={flite: 0}"])
+    with pytest.raises(RecipeError, match=r"data\.synth\.engine_weights\.festival: input should be 'espeak-ng' or"):
+        load_recipe(REPO / "recipes/commands.yaml", [*both, "data.synth.engine_weights={festival: 1}"])
 
 
 def test_cache_is_a_no_op_and_settings_changes_redo(tmp_path: Path) -> None:

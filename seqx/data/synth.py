@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
@@ -72,20 +73,32 @@ def plan_corpus(settings: DataSettings, voices: list[Voice] | None = None) -> tu
     plans = []
     for split_index, split in enumerate(SPLITS):
         split_rng = np.random.default_rng([settings.seed, 2, split_index])
+        pick_voice = _voice_picker(by_split[split], synth.engine_weights)
         for i in range(sizes[split]):
-            plans.append(_plan_one(split, i, split_index, split_rng, by_split[split], seen, heldout, settings))
+            plans.append(_plan_one(split, i, split_index, split_rng, pick_voice, seen, heldout, settings))
     return plans, heldout
 
 
-def _pick_voice(rng: np.random.Generator, voices: list[Voice], engine_weights: dict[str, float]) -> Voice:
-    """A voice for one utterance: uniform over voices, or engine by weight first when weights are set."""
-    engines = sorted({v.engine for v in voices})
-    if not engine_weights or len(engines) < 2:
-        return voices[rng.integers(len(voices))]  # the draw the corpus always made: old corpora stay the same
+def _voice_picker(voices: list[Voice], engine_weights: dict[str, float]) -> Callable[[np.random.Generator], Voice]:
+    """Draws one split's voice per utterance: uniform over voices, or engine by weight first.
+
+    Built once per split so that each utterance costs one or two draws, not a regrouping
+    of the split's voices.
+    """
+    by_engine: dict[str, list[Voice]] = {}
+    for voice in voices:
+        by_engine.setdefault(voice.engine, []).append(voice)
+    if not engine_weights or len(by_engine) < 2:
+        return lambda rng: voices[rng.integers(len(voices))]  # the draw the corpus always made: old corpora stay
+    engines = sorted(by_engine)
     weights = np.array([engine_weights.get(e, 1.0) for e in engines])
-    engine = engines[rng.choice(len(engines), p=weights / weights.sum())]
-    of_engine = [v for v in voices if v.engine == engine]
-    return of_engine[rng.integers(len(of_engine))]
+    shares = weights / weights.sum()
+
+    def pick(rng: np.random.Generator) -> Voice:
+        pool = by_engine[engines[rng.choice(len(engines), p=shares)]]
+        return pool[rng.integers(len(pool))]
+
+    return pick
 
 
 def _plan_one(
@@ -93,7 +106,7 @@ def _plan_one(
     i: int,
     split_index: int,
     rng: np.random.Generator,
-    voices: list[Voice],
+    pick_voice: Callable[[np.random.Generator], Voice],
     seen: list[str],
     heldout: list[str],
     settings: DataSettings,
@@ -109,7 +122,7 @@ def _plan_one(
         id=f"{split}-{i:06d}",
         split=split,
         text=text,
-        voice=_pick_voice(rng, voices, synth.engine_weights),
+        voice=pick_voice(rng),
         rate=int(rng.integers(synth.rate_wpm[0], synth.rate_wpm[1] + 1)),
         pitch=int(rng.integers(synth.pitch[0], synth.pitch[1] + 1)),
         amplitude=int(rng.integers(synth.amplitude[0], synth.amplitude[1] + 1)),

@@ -116,7 +116,11 @@ def _pinned_test_speakers(names: list[str], voices: list[Voice]) -> tuple[list[V
     for name in names:
         if name not in known:
             close = difflib.get_close_matches(name, known, n=3)
-            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            hint = (
+                f" (did you mean {', '.join(close)}?)"
+                if close
+                else " (names look like espeak:en-us+m3 or flite:slt, and the engine must be in data.synth.engines)"
+            )
             raise SeqxError(
                 f"data.synth.test_speakers: {name!r} is not one of the recipe's distinct voices{hint}"
             )
