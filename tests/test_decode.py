@@ -150,9 +150,11 @@ def test_cli_transcribe_json_and_exit_code(trained: tuple[Recipe, Bundle], tmp_p
     result = json.loads(ok.stdout)[0]
     assert result["text"] == good.text
     assert {"score", "confidence", "nbest", "duration", "rtf"} <= set(result)
-    bad = runner.invoke(app, ["transcribe", good.audio, str(tmp_path / "nope.wav"), "--model", str(recipe.bundle_dir)])
+    absent = str(tmp_path / "take[draft].wav")
+    bad = runner.invoke(app, ["transcribe", good.audio, absent, "--model", str(recipe.bundle_dir)])
     assert bad.exit_code == 1
     assert good.text in bad.stdout
+    assert "take[draft].wav: no such file" in bad.output.replace("\n", "")  # brackets are text, not rich markup
     missing = runner.invoke(app, ["transcribe", good.audio, "--model", str(tmp_path)])
     assert isinstance(missing.exception, SeqxError)  # main() turns it into one red line, exit 1
     assert "no trained model bundle" in str(missing.exception)

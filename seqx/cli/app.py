@@ -15,6 +15,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -123,7 +124,7 @@ class RichReporter:
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)
-        console.print(f"[yellow]warning:[/] {message}", highlight=False)
+        console.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
 
     def info(self, message: str) -> None:
         console.print(message, highlight=False)
@@ -141,9 +142,14 @@ def load_for_this_machine(path: Path, overrides: list[str] | None, device: str |
     return load_recipe(path, overrides).for_device(kind)
 
 
+def print_error(message: str) -> None:
+    """One red line. The message is escaped: a path or key like `take[1].wav` is text, not rich markup."""
+    console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+
+
 def fail(message: str, code: int = 1) -> typer.Exit:
     """Print one red line and give the exit to raise."""
-    console.print(f"[bold red]error:[/] {message}", highlight=False)
+    print_error(message)
     return typer.Exit(code)
 
 
@@ -153,10 +159,10 @@ def main() -> None:
     try:
         app(standalone_mode=False)
     except RecipeError as err:
-        console.print(f"[bold red]error:[/] {err}", highlight=False)
+        print_error(str(err))
         sys.exit(2)
     except SeqxError as err:
-        console.print(f"[bold red]error:[/] {err}", highlight=False)
+        print_error(str(err))
         sys.exit(1)
     except typer.Exit as err:
         sys.exit(err.exit_code)

@@ -17,9 +17,9 @@ from seqx.cli.app import (
     RichReporter,
     SetOpt,
     app,
-    console,
     load_for_this_machine,
     out,
+    print_error,
 )
 from seqx.errors import SeqxError
 from seqx.recipe import DEFAULT_RECIPE, DecodeSettings, load_recipe
@@ -95,7 +95,7 @@ def transcribe(
     else:
         for result in results:
             if result.error:
-                console.print(f"[bold red]error:[/] {result.path}: {result.error}", highlight=False)
+                print_error(f"{result.path}: {result.error}")
             elif len(paths) == 1 and (nbest or 1) == 1:
                 out.print(result.text, highlight=False)
             else:
