@@ -1,7 +1,7 @@
 """Decoding speed: real-time factor of greedy and beam search, cached vs uncached, batched vs one at a time.
 
 Usage:
-    python bench/decode.py [RECIPE] [--model DIR] [--files N] [--device cpu] [--json]
+    python bench/decode.py [RECIPE] [--model DIR] [--files N] [--device cpu] [--set KEY=VALUE] [--json]
 
 It decodes the first N files of the recipe's test split with the trained bundle
 (default: the one `seqx train RECIPE` wrote) in several ways, all in one run so
@@ -10,6 +10,7 @@ that the ratios compare like with like on a noisy machine:
     greedy            batched, cached
     beam 4            batched, cached
     beam 8            batched, cached          <- the configuration users run
+    beam 8 fp32/bf16  batched, cached, each precision forced
     beam 8            one at a time, uncached   <- the naive baseline
     beam 8            batched, uncached
     beam 8            one at a time, cached
@@ -17,7 +18,9 @@ that the ratios compare like with like on a noisy machine:
 RTF = (reading + featurizing + searching seconds) / audio seconds. Targets
 (issue 5): beam 8 batched+cached >= 5x faster than uncached one at a time, and
 RTF <= 0.02 on the 2-core CPU machine. Each configuration also reports its WER
-so that a fast but wrong search would show.
+so that a fast but wrong search would show. `decode.precision: auto` runs bf16
+where the CPU has it natively (AVX512-BF16 or AMX); the fp32 and bf16 rows show
+what that choice is worth on this machine.
 """
 
 from __future__ import annotations
@@ -34,18 +37,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from seqx.data.manifest import read_manifest  # noqa: E402
 from seqx.decode.metrics import score_pairs  # noqa: E402
-from seqx.decode.transcribe import transcribe_files  # noqa: E402
+from seqx.decode.transcribe import resolve_precision, transcribe_files  # noqa: E402
 from seqx.model.bundle import load_bundle  # noqa: E402
 from seqx.recipe import DEFAULT_RECIPE, DecodeSettings, load_recipe  # noqa: E402
 from seqx.tokenize.text import normalize_text  # noqa: E402
 
-CONFIGS = [  # (name, beam, batched, cached)
-    ("greedy", 1, True, True),
-    ("beam 4", 4, True, True),
-    ("beam 8", 8, True, True),
-    ("beam 8 batched uncached", 8, True, False),
-    ("beam 8 one-at-a-time cached", 8, False, True),
-    ("beam 8 one-at-a-time uncached", 8, False, False),
+CONFIGS = [  # (name, beam, batched, cached, precision; None = the bundle's, `auto` unless the recipe says)
+    ("greedy", 1, True, True, None),
+    ("beam 4", 4, True, True, None),
+    ("beam 8", 8, True, True, None),
+    ("beam 8 fp32", 8, True, True, "fp32"),
+    ("beam 8 bf16", 8, True, True, "bf16"),
+    ("beam 8 batched uncached", 8, True, False, None),
+    ("beam 8 one-at-a-time cached", 8, False, True, None),
+    ("beam 8 one-at-a-time uncached", 8, False, False, None),
 ]
 
 
@@ -56,12 +61,13 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=64)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0 = leave as is)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="recipe override, e.g. name=x")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    recipe = load_recipe(args.recipe)
+    recipe = load_recipe(args.recipe, args.set)
     bundle = load_bundle(args.model or recipe.bundle_dir, device=args.device)
     utts = read_manifest(recipe.data_dir / "test.jsonl")[: args.files]
     paths = [u.audio for u in utts]
@@ -70,15 +76,17 @@ def main() -> None:
 
     transcribe_files(bundle, paths[:4], bundle.decode)  # warm-up: allocator, kernels, file cache
     rows = []
-    for name, beam, batched, cached in CONFIGS:
+    for name, beam, batched, cached, precision in CONFIGS:
+        changes = {"beam": beam, "nbest": 1, "batch_size": 32 if batched else 1}
         settings = DecodeSettings.model_validate(
-            {**bundle.decode.model_dump(), "beam": beam, "nbest": 1, "batch_size": 32 if batched else 1}
+            {**bundle.decode.model_dump(), **changes, "precision": precision or bundle.decode.precision}
         )
         start = time.perf_counter()
         results = transcribe_files(bundle, paths, settings, use_cache=cached)
         seconds = time.perf_counter() - start
         wer = score_pairs(refs, [r.text for r in results]).wer
-        rows.append({"config": name, "seconds": seconds, "rtf": seconds / audio_seconds, "wer": wer})
+        used = resolve_precision(torch.device(args.device), settings.precision)
+        rows.append({"config": name, "precision": used, "seconds": seconds, "rtf": seconds / audio_seconds, "wer": wer})
     baseline = next(r for r in rows if r["config"] == "beam 8 one-at-a-time uncached")["seconds"]
     for row in rows:
         row["speedup_vs_naive"] = baseline / row["seconds"]
@@ -95,10 +103,10 @@ def main() -> None:
         print(json.dumps(summary, indent=1))
         return
     print(f"{len(paths)} files, {audio_seconds:.1f} s of audio, device {args.device}, {torch.get_num_threads()} threads")
-    print(f"{'config':32s} {'seconds':>8s} {'RTF':>8s} {'x naive':>8s} {'WER %':>7s}")
+    print(f"{'config':32s} {'maths':>5s} {'seconds':>8s} {'RTF':>8s} {'x naive':>8s} {'WER %':>7s}")
     for row in rows:
         print(
-            f"{row['config']:32s} {row['seconds']:8.2f} {row['rtf']:8.4f} "
+            f"{row['config']:32s} {row['precision']:>5s} {row['seconds']:8.2f} {row['rtf']:8.4f} "
             f"{row['speedup_vs_naive']:8.1f} {100 * row['wer']:7.2f}"
         )
 

@@ -219,6 +219,8 @@ class DecodeSettings(_Section):
     min_confidence: float = Field(0.0, ge=0.0, le=1.0)  # below this a result is reported as no speech
     # audio whose loudest 100 ms stays below this level is silence: no speech, the model is not asked
     silence_dbfs: float = Field(-60.0, ge=-120.0, le=0.0)
+    # auto = bf16 on a GPU and on CPUs with native bf16 (AVX512-BF16, AMX), fp32 elsewhere
+    precision: Literal["auto", "fp32", "bf16"] = "auto"
 
 
 # ------------------------------------------------------------------------ recipe

@@ -34,6 +34,13 @@ CtcOpt = Annotated[
     Optional[float], typer.Option("--ctc-weight", min=0.0, max=1.0, help="Weight of CTC prefix scores in beam search.")
 ]
 DeviceOpt = Annotated[str, typer.Option("--device", help="cpu, cuda, or auto (cuda when present).")]
+PrecisionOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--precision",
+        help="auto (bf16 on a GPU or a CPU with native bf16, else fp32), fp32 or bf16 (default: the bundle's).",
+    ),
+]
 
 
 def _device(name: str) -> str:
@@ -54,8 +61,19 @@ def _bundle(model: Path | None, device: str):  # noqa: ANN202 (Bundle import is 
     return load_bundle(folder, device=_device(device))
 
 
-def _settings(base: DecodeSettings, beam: int | None, greedy: bool, nbest: int | None, ctc: float | None) -> DecodeSettings:
+def _settings(
+    base: DecodeSettings,
+    beam: int | None,
+    greedy: bool,
+    nbest: int | None,
+    ctc: float | None,
+    precision: str | None = None,
+) -> DecodeSettings:
     changes: dict[str, object] = {}
+    if precision is not None:
+        if precision not in ("auto", "fp32", "bf16"):
+            raise SeqxError(f"--precision {precision}: expected auto, fp32 or bf16")
+        changes["precision"] = precision
     if greedy:
         changes["beam"] = 1
     elif beam is not None:
@@ -77,6 +95,7 @@ def transcribe(
     nbest: Annotated[Optional[int], typer.Option("--nbest", "-n", min=1, max=256, help="Return the K best.")] = None,
     ctc_weight: CtcOpt = None,
     device: DeviceOpt = "auto",
+    precision: PrecisionOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Transcribe audio files (wav/flac/ogg/mp3, any rate and channel count): one line per file."""
@@ -87,9 +106,10 @@ def transcribe(
     if not paths:
         raise SeqxError("no audio files given (folders are searched for .wav/.flac/.ogg/.mp3)")
     bundle = _bundle(model, device)
-    settings = _settings(bundle.decode, beam, greedy, nbest, ctc_weight)
+    settings = _settings(bundle.decode, beam, greedy, nbest, ctc_weight, precision)
     with RichReporter() as reporter:
-        results = transcribe_files(bundle, paths, settings, reporter=reporter)
+        # text mode prints each unreadable file's error in its place below; JSON mode keeps the warning on stderr
+        results = transcribe_files(bundle, paths, settings, reporter=reporter, warn_unreadable=json_out)
     if json_out:
         out.print_json(json.dumps([r.to_json() for r in results]))
     else:
@@ -117,6 +137,7 @@ def evaluate(
     limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="Score only the first N utterances.")] = None,
     tag: Annotated[str, typer.Option("--tag", help="Suffix for the files under exp/NAME/eval/.")] = "",
     device: DeviceOpt = "auto",
+    precision: PrecisionOpt = None,
     overrides: SetOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -125,7 +146,7 @@ def evaluate(
 
     loaded = load_for_this_machine(recipe, overrides, device if device != "auto" else None)
     bundle = _bundle(model or loaded.bundle_dir, device)
-    settings = _settings(bundle.decode, beam, greedy, None, ctc_weight)
+    settings = _settings(bundle.decode, beam, greedy, None, ctc_weight, precision)
     with RichReporter() as reporter:
         report = run_evaluate(loaded, bundle, settings, split=split, reporter=reporter, limit=limit, tag=tag)
     if json_out:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from seqx.data.manifest import read_manifest
 from seqx.decode.metrics import Scores, UtteranceErrors, pool, utterance_errors
-from seqx.decode.transcribe import Result, transcribe_files
+from seqx.decode.transcribe import Result, resolve_precision, transcribe_files
 from seqx.errors import SeqxError
 from seqx.model.bundle import Bundle
 from seqx.recipe import DecodeSettings, Recipe
@@ -86,7 +86,8 @@ def evaluate(
         failed=sum(r.error is not None for r in results),
         summary_path=str(out_dir / f"{stem}.json"),
         details_path=str(details),
-        decode=settings.model_dump(),
+        # what `auto` became on this machine: bf16 and fp32 can differ in the last decimals
+        decode={**settings.model_dump(), "precision": resolve_precision(next(bundle.model.parameters()).device, settings.precision)},
     )
     atomic_write_text(Path(report.summary_path), json.dumps(report.to_json(), indent=1))
     return report
