@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from seqx.errors import SeqxError
 from seqx.model import ModelDimensions, Seq2SeqTransformer, joint_loss, param_groups
-from seqx.model.attention import MultiHeadAttention, causal_mask, make_pad_mask, one_query_attention
+from seqx.model.attention import MultiHeadAttention, causal_mask, make_pad_mask, short_query_attention
 from seqx.model.frontend import FrontEnd
 from seqx.recipe import ModelSettings
 
@@ -55,16 +55,16 @@ def test_attention_is_the_formula() -> None:
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_one_query_path_equals_the_fused_kernel(dtype: torch.dtype) -> None:
-    """A decoding step on the CPU skips `scaled_dot_product_attention` (slow for one query); same answer."""
+    """A decoding step on the CPU skips `scaled_dot_product_attention` (slow for short queries); same answer."""
     torch.manual_seed(0)
-    q = torch.randn(6, 4, 1, 8, dtype=dtype)
+    q = torch.randn(6, 4, 3, 8, dtype=dtype)
     k, v = torch.randn(6, 4, 9, 8, dtype=dtype), torch.randn(6, 4, 9, 8, dtype=dtype)
     mask = ~make_pad_mask(torch.tensor([9, 1, 5, 9, 3, 7]))[:, None, None, :]
     fused = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask)
     for m in (mask, None):
         expected = fused if m is not None else F.scaled_dot_product_attention(q.float(), k.float(), v.float())
-        got = one_query_attention(q, k, v, m)
-        assert got.dtype == dtype and got.shape == (6, 4, 1, 8)
+        got = short_query_attention(q, k, v, m)
+        assert got.dtype == dtype and got.shape == (6, 4, 3, 8)
         assert torch.allclose(got.float(), expected, atol=1e-5 if dtype == torch.float32 else 3e-2)
     # and the module takes that path in eval mode with one query, giving what the kernel gives
     mha = MultiHeadAttention(16, 4).eval()

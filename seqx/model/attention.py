@@ -32,18 +32,34 @@ def causal_mask(size: int, device: torch.device | None = None) -> Tensor:
     return torch.ones(size, size, dtype=torch.bool, device=device).tril()[None, None]
 
 
-def one_query_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
-    """softmax(q K^T / sqrt(d_k)) V for one query per row: q (B, H, 1, dh), k/v (B, H, S, dh).
+SHORT_QUERY = 16  # up to this many queries per row, the CPU takes the written-out path
+
+
+def short_query_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
+    """softmax(Q K^T / sqrt(d_k)) V for a few queries per row: q (B, H, T, dh), k/v (B, H, S, dh).
 
     The same maths as `scaled_dot_product_attention`, written out because PyTorch 2.11's
-    fused CPU kernel is slow for a single query: for a beam-search step (256 rows, 4 heads,
-    55 keys) it takes 2.0 ms in fp32 and 4.3 ms in bf16, against 0.7 ms for these three
-    ops (bench figures in docs/benchmarks.md). The softmax runs in fp32 whatever q is.
+    fused CPU kernel is slow for short queries: for a beam-search step (256 rows, 4 heads,
+    one query, 55 keys) it takes 2.0 ms in fp32 and 4.3 ms in bf16, against 0.7 ms for these
+    three ops. For encoder-length queries (140) the fused kernel wins in fp32, hence the
+    SHORT_QUERY limit. The softmax runs in fp32 whatever q is.
     """
-    w = (q @ k.transpose(-1, -2)) * q.shape[-1] ** -0.5  # (B, H, 1, S)
+    w = (q @ k.transpose(-1, -2)) * q.shape[-1] ** -0.5  # (B, H, T, S)
     if mask is not None:
         w = w.masked_fill(~mask, float("-inf"))
-    return w.float().softmax(dim=-1).to(v.dtype) @ v  # (B, H, 1, dh)
+    return w.float().softmax(dim=-1).to(v.dtype) @ v  # (B, H, T, dh)
+
+
+def _beams_as_queries(x: Tensor, group: int) -> Tensor:
+    """(B * G, H, T, dh) -> (B, H, G * T, dh): the G beams of an utterance become G queries of one row."""
+    N, H, T, dh = x.shape
+    return x.view(N // group, group, H, T, dh).transpose(1, 2).reshape(N // group, H, group * T, dh)
+
+
+def _queries_as_beams(y: Tensor, group: int) -> Tensor:
+    """The inverse of `_beams_as_queries`: (B, H, G * T, dh) -> (B * G, H, T, dh)."""
+    B, H, GT, dh = y.shape
+    return y.view(B, H, group, GT // group, dh).transpose(1, 2).reshape(B * group, H, GT // group, dh)
 
 
 class MultiHeadAttention(nn.Module):
@@ -79,14 +95,26 @@ class MultiHeadAttention(nn.Module):
                 k, v = cache.append(k, v)  # (B, H, T_past + T, dh)
         elif cache is not None and cache.k is not None:  # cross-attention, projected once per utterance
             k, v = cache.k, cache.v
+            if cache.group > 1:  # beams share their utterance's K/V: attend as one row of G * T queries
+                if mask is not None and mask.shape[0] == q.shape[0]:
+                    mask = mask[:: cache.group]  # (B, 1, 1, S): a key mask is the same for every beam
+                y = self._attend(_beams_as_queries(q, cache.group), k, v, mask)
+                return self.out(self._merge(_queries_as_beams(y, cache.group)))
         else:
             k, v = self._split(self.key(xa)), self._split(self.value(xa))  # (B, H, S, dh)
             if cache is not None:
                 cache.k, cache.v = k, v
-        if q.shape[2] == 1 and q.device.type == "cpu" and not self.training:
-            y = one_query_attention(q, k, v, mask)  # a decoding step: see the function for why
-        else:
-            p = self.dropout if self.training else 0.0
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, H, T, dh)
+        return self.out(self._merge(self._attend(q, k, v, mask)))  # (B, T, D)
+
+    def _attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
+        """(B, H, T, dh) attention output; decoding steps on the CPU skip the fused kernel (see above)."""
+        if q.shape[2] <= SHORT_QUERY and q.device.type == "cpu" and not self.training:
+            return short_query_attention(q, k, v, mask)
+        p = self.dropout if self.training else 0.0
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+
+    @staticmethod
+    def _merge(y: Tensor) -> Tensor:
+        """(B, H, T, dh) -> (B, T, H * dh): heads concatenated, ready for the output projection."""
         B, H, T, dh = y.shape
-        return self.out(y.transpose(1, 2).reshape(B, T, H * dh))  # (B, T, D)
+        return y.transpose(1, 2).reshape(B, T, H * dh)

@@ -6,11 +6,17 @@ from torch import Tensor, cat
 
 
 class AttentionCache:
-    """Keys and values of one attention module, (B, H, T, dh) each."""
+    """Keys and values of one attention module, (B, H, T, dh) each.
+
+    `group` > 1 (cross-attention in beam search): each K/V row serves `group` consecutive
+    query rows, the beams of one utterance, so the encoder output is neither copied per
+    beam nor read once per beam.
+    """
 
     def __init__(self) -> None:
         self.k: Tensor | None = None
         self.v: Tensor | None = None
+        self.group = 1
 
     def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Self-attention: add this step's keys/values (B, H, t, dh); return the whole history."""
@@ -33,13 +39,12 @@ class DecodeCache:
         self.cross_attn = [AttentionCache() for _ in range(n_layers)]
         self.offset = 0
 
-    def reorder(self, index: Tensor, cross: bool = False) -> None:
-        """Follow the beams: row i of the cache becomes old row index[i] (index_select on batch).
+    def reorder(self, index: Tensor) -> None:
+        """Follow the beams: row i of the self-attention cache becomes old row index[i].
 
-        Cross-attention K/V are the same for all beams of one utterance, and beam search only
-        moves hypotheses within their utterance, so they are left alone unless `cross=True`.
+        Cross-attention K/V are the same for all beams of one utterance (stored once per
+        utterance), and beam search only moves hypotheses within their utterance.
         """
-        caches = self.self_attn + (self.cross_attn if cross else [])
-        for c in caches:
+        for c in self.self_attn:
             if c.k is not None and c.v is not None:
                 c.k, c.v = c.k.index_select(0, index), c.v.index_select(0, index)

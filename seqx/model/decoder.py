@@ -31,14 +31,13 @@ class Decoder(nn.Module):
             self.output.weight = self.embed.weight
 
     def fill_cross(self, cache: DecodeCache, memory: Tensor, repeat: int = 1) -> None:
-        """Project memory (B, S, D) to every layer's cross-attention K/V once, then copy each row
-        `repeat` times (beams): cheaper than projecting B * beam identical rows."""
+        """Project memory (B, S, D) to every layer's cross-attention K/V once, shared by the
+        `repeat` consecutive decoder rows (beams) of each utterance: no per-beam copies."""
         for block, slot in zip(self.blocks, cache.cross_attn, strict=True):
             attn = block.cross_attn
             assert attn is not None
-            k = attn._split(attn.key(memory)).repeat_interleave(repeat, dim=0)  # (B * repeat, H, S, dh)
-            v = attn._split(attn.value(memory)).repeat_interleave(repeat, dim=0)
-            slot.k, slot.v = k, v
+            slot.k, slot.v = attn._split(attn.key(memory)), attn._split(attn.value(memory))  # (B, H, S, dh)
+            slot.group = repeat
 
     def forward(
         self,

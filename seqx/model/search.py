@@ -166,9 +166,11 @@ def beam_search(
     N = B * K
     limit = _limits(max_len, B, device)
     banned = _banned(model)
-    mem = memory.repeat_interleave(K, dim=0)  # (N, S, D): beams of an utterance are adjacent rows
-    lens = mem_lens.repeat_interleave(K, dim=0)
+    lens = mem_lens.repeat_interleave(K, dim=0)  # beams of an utterance are adjacent rows
     cache = model.new_cache(memory, repeat=K) if use_cache else None  # cross K/V once per utterance
+    # the cached decoder reads the memory through its cross K/V, shared by the beams; without a
+    # cache every row needs its own copy
+    mem, mem_rows = (memory, mem_lens) if cache is not None else (memory.repeat_interleave(K, dim=0), lens)
     scorer = state = None
     eos_id = torch.tensor([dims.eos_id], device=device)
     if ctc_weight > 0:
@@ -194,7 +196,7 @@ def beam_search(
         alive = scores.isfinite()  # (B, K)
         if not alive.any():
             break
-        logp = _log_posteriors(_step(model, seqs, last, mem, lens, cache), banned)  # (N, V)
+        logp = _log_posteriors(_step(model, seqs, last, mem, mem_rows, cache), banned)  # (N, V)
         if scorer is not None and state is not None:
             if n_cand == V:
                 cand = torch.arange(V, device=device).expand(N, V)

@@ -59,7 +59,8 @@ class Seq2SeqTransformer(nn.Module):
         return self.decoder(tokens, memory, mem_lens, cache, token_lens)
 
     def new_cache(self, memory: Tensor | None = None, repeat: int = 1) -> DecodeCache:
-        """An empty cache; given memory (B, S, D), its cross-attention K/V are filled for B * repeat rows."""
+        """An empty cache; given memory (B, S, D), its cross-attention K/V are filled once per utterance
+        for decoding B * repeat rows (`repeat` beams each, adjacent)."""
         cache = DecodeCache(self.dims.dec_layers)
         if memory is not None:
             self.decoder.fill_cross(cache, memory, repeat)
