@@ -1,7 +1,8 @@
 """Decoding speed: real-time factor of greedy and beam search, cached vs uncached, batched vs one at a time.
 
 Usage:
-    python bench/decode.py [RECIPE] [--model DIR] [--files N] [--device cpu] [--set KEY=VALUE] [--json]
+    python bench/decode.py [RECIPE] [--model DIR] [--files N] [--device cpu] [--set KEY=VALUE]
+                           [--repeats 3] [--breakdown] [--json]
 
 It decodes the first N files of the recipe's test split with the trained bundle
 (default: the one `seqx train RECIPE` wrote) in several ways, all in one run so
@@ -38,10 +39,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from seqx.data.manifest import read_manifest  # noqa: E402
 from seqx.decode.metrics import score_pairs  # noqa: E402
-from seqx.decode.transcribe import resolve_precision, transcribe_files  # noqa: E402
+from seqx.decode.transcribe import autocast_for, featurize, resolve_precision, transcribe_files  # noqa: E402
+from seqx.featurize.audio import load_audio  # noqa: E402
+from seqx.model.search import beam_search  # noqa: E402
 from seqx.model.bundle import load_bundle  # noqa: E402
 from seqx.recipe import DEFAULT_RECIPE, DecodeSettings, load_recipe  # noqa: E402
 from seqx.tokenize.text import normalize_text  # noqa: E402
+from timing import best_of  # noqa: E402  (bench/timing.py, beside this script)
 
 CONFIGS = [  # (name, beam, batched, cached, precision; None = the bundle's, `auto` unless the recipe says)
     ("greedy", 1, True, True, None),
@@ -64,6 +68,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0 = leave as is)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per configuration; the fastest counts")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="recipe override, e.g. name=x")
+    parser.add_argument("--breakdown", action="store_true", help="also time reading, encoder and search apart")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.threads:
@@ -96,7 +101,7 @@ def main() -> None:
     for row in rows:
         row["speedup_vs_naive"] = baseline / row["seconds"]
 
-    summary = {
+    summary: dict[str, object] = {
         "files": len(paths),
         "audio_seconds": audio_seconds,
         "device": args.device,
@@ -105,6 +110,8 @@ def main() -> None:
         "model": str(args.model or recipe.bundle_dir),
         "rows": rows,
     }
+    if args.breakdown:
+        summary["breakdown_rtf"] = {k: v / audio_seconds for k, v in breakdown(bundle, paths, args.repeats).items()}
     if args.json:
         print(json.dumps(summary, indent=1))
         return
@@ -118,6 +125,48 @@ def main() -> None:
             f"{row['config']:32s} {row['precision']:>5s} {row['seconds']:8.2f} {row['rtf']:8.4f} "
             f"{row['speedup_vs_naive']:8.1f} {100 * row['wer']:7.2f}"
         )
+    if args.breakdown:
+        parts = summary["breakdown_rtf"]
+        assert isinstance(parts, dict)
+        print(f"beam 8 ({bundle.decode.precision}) in parts, RTF: " + ", ".join(f"{k} {v:.4f}" for k, v in parts.items()))
+
+
+def breakdown(bundle, paths: list[str], repeats: int) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """Seconds of the users' configuration (beam 8, batches of 32, cached) spent in each part."""
+    settings = bundle.decode.model_copy(update={"beam": 8, "nbest": 1, "batch_size": 32})
+    device = next(bundle.model.parameters()).device
+
+    def read() -> list[torch.Tensor]:
+        return [featurize(bundle, load_audio(p, bundle.sample_rate)) for p in paths]
+
+    feats = sorted(read(), key=lambda f: f.shape[0])
+    batches = []
+    for first in range(0, len(feats), settings.batch_size):
+        chunk = feats[first : first + settings.batch_size]
+        lengths = torch.tensor([f.shape[0] for f in chunk], device=device)
+        batches.append((torch.nn.utils.rnn.pad_sequence(chunk, batch_first=True).to(device), lengths))
+    with torch.inference_mode(), autocast_for(device, settings.precision):
+        encoded = [bundle.model.encode(x, n) for x, n in batches]
+
+    def encode() -> None:
+        with torch.inference_mode(), autocast_for(device, settings.precision):
+            for x, n in batches:
+                bundle.model.encode(x, n)
+
+    def search(ctc_weight: float) -> None:
+        with torch.inference_mode(), autocast_for(device, settings.precision):
+            for memory, mem_lens in encoded:
+                max_len = (mem_lens.float() * settings.max_len_ratio).ceil().long().add(2).clamp(max=settings.max_len)
+                beam_search(bundle.model, memory, mem_lens, beam=8, ctc_weight=ctc_weight,
+                            length_penalty=settings.length_penalty, max_len=max_len)
+
+    ctc = settings.ctc_weight if bundle.dims.ctc else 0.0
+    return {
+        "read+features": best_of(repeats, read),
+        "encoder": best_of(repeats, encode),
+        f"search (ctc {ctc:g})": best_of(repeats, lambda: search(ctc)),
+        "search (no ctc)": best_of(repeats, lambda: search(0.0)),
+    }
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 Usage:
     python bench/encoder_cost.py [RECIPE] [--threads 2] [--utts 32] [--seconds 2.2] [--channels 0 128 64]
+                                  [--precision fp32 bf16]
 
 Greedy decoding of the default model misses RTF 0.02 on the 2-core machine
 (docs/benchmarks.md), so the question is how much of that the encoder alone
@@ -18,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -29,16 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from seqx.model.dims import ModelDimensions  # noqa: E402
 from seqx.model.transformer import Seq2SeqTransformer  # noqa: E402
 from seqx.recipe import DEFAULT_RECIPE, load_recipe  # noqa: E402
-
-
-def best_of(repeats: int, work) -> float:
-    """The fastest of `repeats` runs: the least disturbed by the rest of a noisy machine."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - start)
-    return min(times)
+from timing import best_of  # noqa: E402  (bench/timing.py, beside this script)
 
 
 def main() -> None:
@@ -49,6 +40,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.2, help="length of each utterance")
     parser.add_argument("--channels", type=int, nargs="+", default=[0, 128, 64], help="conv_channels (0 = d_model)")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--precision", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"],
+                        help="maths to time (bf16 through CPU autocast, as `decode.precision: bf16` runs it)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -67,31 +60,37 @@ def main() -> None:
         model_settings = recipe.model.model_copy(update={"conv_channels": channels})
         dims = ModelDimensions.from_settings(model_settings, n_feats, vocab)
         encoder = Seq2SeqTransformer(dims).eval().encoder
-        with torch.inference_mode():
-            x, _ = encoder.frontend(feats, lens)  # also the warm-up
-            front = best_of(args.repeats, lambda: encoder.frontend(feats, lens))
-            whole = best_of(args.repeats, lambda: encoder(feats, lens))
         front_params = sum(p.numel() for p in encoder.frontend.parameters())
-        rows.append(
-            {
-                "conv_channels": dims.conv_channels or dims.d_model,
-                "frontend_params": front_params,
-                "encoder_frames": int(x.shape[1]),
-                "frontend_rtf": front / audio_seconds,
-                "blocks_rtf": (whole - front) / audio_seconds,
-                "encoder_rtf": whole / audio_seconds,
-            }
-        )
+        for precision in args.precision:
+            bf16 = precision == "bf16"
+            with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                x, _ = encoder.frontend(feats, lens)  # also the warm-up
+                front = best_of(args.repeats, lambda: encoder.frontend(feats, lens))
+                whole = best_of(args.repeats, lambda: encoder(feats, lens))
+            rows.append(
+                {
+                    "conv_channels": dims.conv_channels or dims.d_model,
+                    "precision": precision,
+                    "frontend_params": front_params,
+                    "encoder_frames": int(x.shape[1]),
+                    "frontend_rtf": front / audio_seconds,
+                    "blocks_rtf": (whole - front) / audio_seconds,
+                    "encoder_rtf": whole / audio_seconds,
+                }
+            )
     summary = {"threads": args.threads, "utts": args.utts, "seconds": args.seconds, "rows": rows}
     if args.json:
         print(json.dumps(summary, indent=1))
         return
     print(f"encoder of the default model, {args.utts} x {args.seconds} s, ", end="")
     print(f"{args.threads} threads, best of {args.repeats}")
-    print(f"{'conv_channels':>13s} {'front params':>12s} {'front RTF':>10s} {'blocks RTF':>10s} {'encoder RTF':>11s}")
+    print(
+        f"{'conv_channels':>13s} {'maths':>5s} {'front params':>12s} {'front RTF':>10s} "
+        f"{'blocks RTF':>10s} {'encoder RTF':>11s}"
+    )
     for r in rows:
         print(
-            f"{r['conv_channels']:13d} {r['frontend_params']:12,d} {r['frontend_rtf']:10.4f} "
+            f"{r['conv_channels']:13d} {r['precision']:>5s} {r['frontend_params']:12,d} {r['frontend_rtf']:10.4f} "
             f"{r['blocks_rtf']:10.4f} {r['encoder_rtf']:11.4f}"
         )
 

@@ -1,7 +1,8 @@
 """seqx beside PocketSphinx on the same test split: WER, sentence accuracy, real-time factor.
 
 Usage:
-    python bench/peer_pocketsphinx.py [RECIPE] [--split test] [--limit N] [--model DIR] [--skip-seqx] [--json]
+    python bench/peer_pocketsphinx.py [RECIPE] [--split test] [--limit N] [--model DIR] [--skip-seqx]
+                                      [--set KEY=VALUE] [--json]
 
 PocketSphinx (PyPI `pocketsphinx`, whose wheel bundles the CMU en-us acoustic model,
 dictionary and language model) decodes every utterance two ways:
@@ -99,11 +100,12 @@ def main() -> None:
     parser.add_argument("--model", type=Path, default=None, help="seqx bundle (default: the recipe's)")
     parser.add_argument("--skip-seqx", action="store_true")
     parser.add_argument("--threads", type=int, default=1, help="torch threads for seqx (PocketSphinx uses one)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="recipe override, e.g. name=x")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
-    recipe = load_recipe(args.recipe)
+    recipe = load_recipe(args.recipe, args.set)
     kind = "cuda" if torch.cuda.is_available() else "cpu"
     recipe = recipe.for_device(kind)
     utts = read_manifest(recipe.data_dir / f"{args.split}.jsonl")[: args.limit]

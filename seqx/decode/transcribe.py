@@ -67,7 +67,7 @@ def search(
     device = next(bundle.model.parameters()).device
     lengths = torch.tensor([f.shape[0] for f in feats], device=device)
     batch = torch.nn.utils.rnn.pad_sequence(feats, batch_first=True).to(device)
-    with torch.inference_mode(), _autocast(device, settings.precision):
+    with torch.inference_mode(), autocast_for(device, settings.precision):
         memory, mem_lens = bundle.model.encode(batch, lengths)
         # An output can be no longer than the encoder input allows (and never past max_len):
         # this is what stops a runaway hypothesis on a short clip.
@@ -187,7 +187,8 @@ def resolve_precision(device: torch.device, precision: str) -> str:
     return precision
 
 
-def _autocast(device: torch.device, precision: str) -> torch.autocast:
+def autocast_for(device: torch.device, precision: str) -> torch.autocast:
+    """The autocast context decoding runs the model under for `decode.precision`."""
     # scores stay fp32 whatever this says: the search takes log-softmax in float32
     enabled = resolve_precision(device, precision) == "bf16"
     return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=enabled)
