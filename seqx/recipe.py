@@ -63,6 +63,10 @@ class SynthSettings(_Section):
     snr_db: tuple[float, float] = (10.0, 40.0)  # background noise level, drawn per utterance
     noise_share: float = Field(0.9, ge=0.0, le=1.0)  # share of utterances that get noise at all
     empty_share: float = Field(0.03, ge=0.0, le=0.5)  # noise/silence-only utterances, empty transcript
+    # commands whose start is cut off (recording began late), transcript empty: a command the
+    # user did not finish saying is not a command. 0 = none (and the corpus of a seed as before)
+    clipped_share: float = Field(0.0, ge=0.0, le=0.5)
+    clipped_cut: tuple[float, float] = (0.25, 0.6)  # share of the speech cut from the start, drawn
     heldout_command_share: float = Field(0.1, ge=0.0, le=0.5)  # distinct commands never in train
     valid_voices: int = Field(4, ge=1)  # voices reserved for valid (never in train)
     test_voices: int = Field(6, ge=1)  # voices reserved for test (never in train or valid)
@@ -217,6 +221,8 @@ class DecodeSettings(_Section):
     max_len: int = Field(64, ge=1)  # hard cap on output tokens
     batch_size: int = Field(32, ge=1)
     min_confidence: float = Field(0.0, ge=0.0, le=1.0)  # below this a result is reported as no speech
+    # a result whose CTC gap (nats per frame, seqx/decode/ctc_gap.py) is above this is no speech; 0 = off
+    max_ctc_gap: float = Field(0.5, ge=0.0, le=100.0)
     # audio whose loudest 100 ms stays below this level is silence: no speech, the model is not asked
     silence_dbfs: float = Field(-60.0, ge=-120.0, le=0.0)
     # auto = bf16 on a GPU and on CPUs with native bf16 (AVX512-BF16, AMX), fp32 elsewhere

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,7 @@ from seqx.data.grammar import expand_grammar, vocabulary
 from seqx.data.manifest import read_manifest
 from seqx.data.noise import NOISE_KINDS, draw_noise, mix_at_snr
 from seqx.data.stage import run_data_stage
-from seqx.data.synth import plan_corpus
+from seqx.data.synth import plan_corpus, render, speech_span
 from seqx.data.voices import all_voices, distinct_voices
 from seqx.errors import SeqxError
 from seqx.recipe import Recipe, RecipeError, Voice, load_recipe
@@ -155,3 +156,24 @@ def test_cache_is_a_no_op_and_settings_changes_redo(tmp_path: Path) -> None:
     reporter = Collect()
     assert not run_data_stage(_recipe(tmp_path, "data.seed=1"), reporter).fresh
     assert not run_data_stage(recipe, force=True).fresh
+
+
+def test_clipped_start_commands_lose_their_start_and_their_transcript() -> None:
+    """`clipped_share`: a command cut off at the start is planned with an empty transcript and
+    rendered (real espeak-ng speech) without the first part of what it says."""
+    recipe = REPO / "recipes/commands.yaml"
+    plans, _ = plan_corpus(load_recipe(recipe, ["data.size=2000", "data.synth.clipped_share=0.2"]).data)
+    clipped = [p for p in plans if p.clip_start]
+    assert 0.15 < len(clipped) / len(plans) < 0.25
+    assert all(p.text == "" and p.spoken and p.id.endswith("-clipped") for p in clipped)
+    assert all(0.25 <= p.clip_start <= 0.6 for p in clipped)
+    assert not any(p.spoken or p.id.endswith("-clipped") for p in plans if not p.clip_start)
+    assert not any(p.clip_start for p in plan_corpus(load_recipe(recipe, ["data.size=2000"]).data)[0])
+
+    plan = replace(clipped[0], snr_db=None)  # no noise: the speech alone decides the lengths
+    whole, cut = render(replace(plan, clip_start=0.0), 16000), render(plan, 16000)
+    lead, hop = int(plan.lead_s * 16000), 160
+    first, last = speech_span(whole, 16000)
+    expected = (first - lead) + plan.clip_start * (last - first)  # silence before the speech, then the share
+    assert abs((whole.size - cut.size) - expected) <= 2 * hop
+    assert np.sqrt(np.mean(cut**2)) > 0.01  # what is left is still speech, not silence

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from seqx.data.manifest import read_manifest
 from seqx.data.noise import NOISE_KINDS, make_noise
+from seqx.data.synth import speech_span
 from seqx.decode.evaluate import evaluate
 from seqx.decode.transcribe import transcribe_files
 from seqx.errors import SeqxError
@@ -137,6 +138,26 @@ def test_silence_and_noise_give_empty_text(trained: tuple[Recipe, Bundle], tmp_p
         assert result.text == "" and result.no_speech, result
 
 
+def test_clipped_starts_are_not_passed_off_as_commands(trained: tuple[Recipe, Bundle], tmp_path: Path) -> None:
+    """A command with its first half cut off: with the CTC-gap guard on (the default) the model
+    says nothing far more often than without it, and whatever it still says the CTC head heard."""
+    recipe, bundle = trained
+    paths = []
+    for utt in [u for u in _train_utts(recipe) if u.text][:12]:
+        audio, rate = sf.read(utt.audio)
+        first, last = speech_span(audio, rate)
+        paths.append(tmp_path / f"cut-{Path(utt.audio).name}")
+        sf.write(paths[-1], audio[first + (last - first) // 2 :], rate)
+    guarded = transcribe_files(bundle, [str(p) for p in paths], bundle.decode)
+    unguarded = transcribe_files(bundle, [str(p) for p in paths], bundle.decode.model_copy(update={"max_ctc_gap": 0}))
+    assert bundle.decode.max_ctc_gap > 0
+    assert all(r.ctc_gap is not None for r in unguarded)
+    said = [r for r in guarded if r.text]
+    assert all(r.ctc_gap <= bundle.decode.max_ctc_gap for r in said)  # type: ignore[operator]
+    silent = sum(r.no_speech for r in guarded)
+    assert silent >= len(paths) // 2 and silent > sum(r.no_speech for r in unguarded)  # 10 and 0 when written
+
+
 def test_evaluate_scores_and_writes_reports(trained: tuple[Recipe, Bundle]) -> None:
     recipe, bundle = trained
     report = evaluate(recipe, bundle, bundle.decode, split="train")
@@ -161,7 +182,7 @@ def test_cli_transcribe_json_and_exit_code(trained: tuple[Recipe, Bundle], tmp_p
     assert ok.exit_code == 0, ok.output
     result = json.loads(ok.stdout)[0]
     assert result["text"] == good.text
-    assert {"score", "confidence", "nbest", "duration", "rtf"} <= set(result)
+    assert {"score", "confidence", "nbest", "duration", "rtf", "ctc_gap"} <= set(result)
     absent = str(tmp_path / "take[draft].wav")
     bad = runner.invoke(app, ["transcribe", good.audio, absent, "--model", str(recipe.bundle_dir)])
     assert bad.exit_code == 1

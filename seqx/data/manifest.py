@@ -14,6 +14,8 @@ from pathlib import Path
 
 from seqx.errors import SeqxError
 
+CLIPPED_SUFFIX = "-clipped"  # id (and file name) ending of a synthetic command whose start is cut off
+
 
 @dataclass(frozen=True)
 class Utterance:

@@ -23,7 +23,7 @@ import soundfile as sf
 import soxr
 
 from seqx.data.grammar import expand_grammar
-from seqx.data.manifest import Utterance
+from seqx.data.manifest import CLIPPED_SUFFIX, Utterance
 from seqx.data.noise import NOISE_KINDS, draw_noise, mix_at_snr
 from seqx.data.voices import all_voices, distinct_voices, split_voices, voice_name
 from seqx.errors import SeqxError
@@ -40,7 +40,7 @@ class Plan:
 
     id: str
     split: str
-    text: str
+    text: str  # the transcript
     voice: Voice
     rate: int
     pitch: int
@@ -50,6 +50,12 @@ class Plan:
     lead_s: float
     trail_s: float
     seed: tuple[int, int]
+    spoken: str = ""  # what the voice says when it is not the transcript (a clipped command)
+    clip_start: float = 0.0  # share of the speech cut from its start (0: none)
+
+    @property
+    def says(self) -> str:
+        return self.spoken or self.text
 
 
 def plan_corpus(settings: DataSettings, voices: list[Voice] | None = None) -> tuple[list[Plan], list[str]]:
@@ -118,8 +124,11 @@ def _plan_one(
         text = heldout[rng.integers(len(heldout))]
     else:
         text = seen[rng.integers(len(seen))]
+    spoken, clip_start = "", 0.0
+    if text and synth.clipped_share > 0 and rng.random() < synth.clipped_share:  # no draw when off: corpora stay
+        spoken, text, clip_start = text, "", float(rng.uniform(*synth.clipped_cut))
     return Plan(
-        id=f"{split}-{i:06d}",
+        id=f"{split}-{i:06d}" + (CLIPPED_SUFFIX if spoken else ""),
         split=split,
         text=text,
         voice=pick_voice(rng),
@@ -131,6 +140,8 @@ def _plan_one(
         lead_s=float(rng.uniform(0.05, 0.4)),
         trail_s=float(rng.uniform(0.05, 0.4)),
         seed=(settings.seed, split_index * 10_000_000 + i),
+        spoken=spoken,
+        clip_start=clip_start,
     )
 
 
@@ -156,19 +167,21 @@ def speak(text: str, voice: Voice, rate: int, pitch: int, amplitude: int) -> tup
 def render(plan: Plan, sample_rate: int) -> np.ndarray:
     """The utterance's samples at `sample_rate`: speech (or nothing), padding and noise."""
     rng = np.random.default_rng(list(plan.seed))
-    if plan.text:
-        speech, rate_hz = speak(plan.text, plan.voice, plan.rate, plan.pitch, plan.amplitude)
+    if plan.says:
+        speech, rate_hz = speak(plan.says, plan.voice, plan.rate, plan.pitch, plan.amplitude)
         if speech.ndim > 1:
             speech = speech.mean(axis=1)
         if rate_hz != sample_rate:
             speech = soxr.resample(speech, rate_hz, sample_rate).astype(np.float32)
+        if plan.clip_start > 0:
+            speech = clip_start(speech, sample_rate, plan.clip_start)
     else:
         speech = np.zeros(int(rng.uniform(0.5, 2.0) * sample_rate), dtype=np.float32)
     lead, trail = (np.zeros(int(s * sample_rate), dtype=np.float32) for s in (plan.lead_s, plan.trail_s))
     audio = np.concatenate([lead, speech, trail])
     if plan.snr_db is not None:
         noise = draw_noise(plan.noise_kind, audio.size, sample_rate, rng, seed=plan.seed[0])
-        if plan.text:
+        if plan.says:
             audio = mix_at_snr(audio, noise, plan.snr_db)
         else:  # nothing said: noise alone, at a level speech would have had at this SNR
             audio = audio + noise * 10 ** (rng.uniform(-55, -25) / 20)
@@ -176,6 +189,25 @@ def render(plan: Plan, sample_rate: int) -> np.ndarray:
     if peak > 0.99:
         audio = audio * (0.99 / peak)
     return audio.astype(np.float32)
+
+
+def speech_span(speech: np.ndarray, sample_rate: int) -> tuple[int, int]:
+    """(first, last + 1) sample of the 10 ms frames louder than a tenth of the loudest frame's RMS."""
+    hop = max(1, sample_rate // 100)
+    frames = speech[: speech.size // hop * hop].reshape(-1, hop)
+    if frames.size == 0:
+        return 0, speech.size
+    rms = np.sqrt((frames.astype(np.float64) ** 2).mean(axis=1))
+    loud = np.flatnonzero(rms > 0.1 * rms.max())
+    if loud.size == 0:
+        return 0, speech.size
+    return int(loud[0]) * hop, (int(loud[-1]) + 1) * hop
+
+
+def clip_start(speech: np.ndarray, sample_rate: int, share: float) -> np.ndarray:
+    """The speech from `share` of the way between its first and last loud frame: the start is gone."""
+    first, last = speech_span(speech, sample_rate)
+    return speech[first + int(share * (last - first)) :]
 
 
 def _render_to_file(job: tuple[Plan, int, str]) -> tuple[str, float, str | None]:

@@ -3,8 +3,9 @@
 Evaluation starts from the audio files, not the stored features, so the figures
 include reading and featurizing: what a user of `seqx transcribe` pays. Besides
 the whole split it reports the subsets a voice-command recognizer is judged on:
-commands seen in training, commands held out of training (composition), and
-utterances with nothing said (which must come out empty).
+commands seen in training, commands held out of training (composition),
+utterances with nothing said, and commands whose start is cut off (both of which
+must come out empty).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from seqx.data.manifest import read_manifest
+from seqx.data.manifest import CLIPPED_SUFFIX, read_manifest
 from seqx.decode.metrics import Scores, UtteranceErrors, pool, utterance_errors
 from seqx.decode.transcribe import Result, resolve_precision, transcribe_files
 from seqx.errors import SeqxError
@@ -29,7 +30,7 @@ from seqx.tokenize.text import normalize_text
 class EvalReport:
     split: str
     overall: Scores
-    subsets: dict[str, Scores]  # "seen commands", "held-out commands", "no speech"
+    subsets: dict[str, Scores]  # "seen commands", "held-out commands", "no speech", "clipped start"
     audio_seconds: float
     decode_seconds: float
     failed: int
@@ -65,8 +66,10 @@ def evaluate(
 
     heldout = _heldout_commands(recipe.data_dir / "heldout_commands.txt", bundle)
     subsets: dict[str, list[UtteranceErrors]] = {}
-    for ref, err in zip(references, errors):
-        if not ref:
+    for utt, ref, err in zip(utts, references, errors):
+        if utt.id.endswith(CLIPPED_SUFFIX):  # a command cut off at the start: right answer, nothing
+            subsets.setdefault("clipped start", []).append(err)
+        elif not ref:
             subsets.setdefault("no speech", []).append(err)
         elif heldout:
             name = "held-out commands" if ref in heldout else "seen commands"

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 
+from seqx.decode.ctc_gap import ctc_gaps
 from seqx.errors import AudioError
 from seqx.featurize.audio import load_audio
 from seqx.model.bundle import Bundle
@@ -37,6 +38,7 @@ class Result:
     nbest: list[dict[str, float | str | bool]] = field(default_factory=list)
     duration: float = 0.0
     decode_seconds: float = 0.0
+    ctc_gap: float | None = None  # nats per frame the CTC head believes the text less than its best path
     error: str | None = None
 
     @property
@@ -62,8 +64,20 @@ def expand_inputs(items: list[str]) -> list[str]:
 
 def search(
     bundle: Bundle, feats: list[torch.Tensor], settings: DecodeSettings, use_cache: bool = True
-) -> list[list[Hypothesis]]:
-    """n-best hypotheses for a batch of (already normalized) feature matrices."""
+) -> tuple[list[list[Hypothesis]], list[float | None]]:
+    """n-best hypotheses for a batch of (already normalized) feature matrices, and the CTC gap
+    of each best one (None without a CTC head or an hypothesis)."""
+    nbests, memory, mem_lens = _search(bundle, feats, settings, use_cache)
+    if not bundle.dims.ctc:
+        return nbests, [None] * len(nbests)
+    with torch.inference_mode():
+        gaps = ctc_gaps(bundle.model, memory.float(), mem_lens, [h[0].tokens if h else [] for h in nbests])
+    return nbests, [g if h else None for g, h in zip(gaps.tolist(), nbests, strict=True)]
+
+
+def _search(
+    bundle: Bundle, feats: list[torch.Tensor], settings: DecodeSettings, use_cache: bool
+) -> tuple[list[list[Hypothesis]], torch.Tensor, torch.Tensor]:
     device = next(bundle.model.parameters()).device
     lengths = torch.tensor([f.shape[0] for f in feats], device=device)
     batch = torch.nn.utils.rnn.pad_sequence(feats, batch_first=True).to(device)
@@ -73,9 +87,10 @@ def search(
         # this is what stops a runaway hypothesis on a short clip.
         max_len = torch.clamp((mem_lens.float() * settings.max_len_ratio).ceil().long() + 2, max=settings.max_len)
         if settings.beam == 1 and settings.nbest == 1:
-            return [[h] for h in greedy_search(bundle.model, memory, mem_lens, max_len, use_cache=use_cache)]
+            greedy = greedy_search(bundle.model, memory, mem_lens, max_len, use_cache=use_cache)
+            return [[h] for h in greedy], memory, mem_lens
         ctc_weight = settings.ctc_weight if bundle.dims.ctc else 0.0
-        return beam_search(
+        nbests = beam_search(
             bundle.model,
             memory,
             mem_lens,
@@ -86,6 +101,7 @@ def search(
             max_len=max_len,
             use_cache=use_cache,
         )
+        return nbests, memory, mem_lens
 
 
 def loudness_dbfs(wave: torch.Tensor, sample_rate: int) -> float:
@@ -141,11 +157,12 @@ def transcribe_files(
     for first in range(0, len(loaded), settings.batch_size):
         chunk = loaded[first : first + settings.batch_size]
         start = time.perf_counter()
-        nbests = search(bundle, [feats for _, feats, _ in chunk], settings, use_cache=use_cache)
+        nbests, gaps = search(bundle, [feats for _, feats, _ in chunk], settings, use_cache=use_cache)
         batch_seconds = time.perf_counter() - start
         batch_audio = sum(results[i].duration for i, _, _ in chunk) or 1.0
-        for (index, _, prep_seconds), hyps in zip(chunk, nbests, strict=True):
+        for (index, _, prep_seconds), hyps, gap in zip(chunk, nbests, gaps, strict=True):
             result = results[index]
+            result.ctc_gap = gap
             # the batch's search time is shared in proportion to each file's audio length
             result.decode_seconds = prep_seconds + batch_seconds * result.duration / batch_audio
             _fill(result, hyps, bundle, settings)
@@ -166,8 +183,10 @@ def _fill(result: Result, hyps: list[Hypothesis], bundle: Bundle, settings: Deco
     result.score = float(best.score)
     result.confidence = float(best.confidence) if math.isfinite(best.confidence) else 0.0
     result.text = texts[0]
-    # a looping or runaway hypothesis (flagged by the search) is never passed off as a command
-    if not result.text or best.flagged or result.confidence < settings.min_confidence:
+    # a looping or runaway hypothesis (flagged by the search) is never passed off as a command,
+    # nor one the CTC head finds far less likely than what it heard (a made-up command)
+    made_up = settings.max_ctc_gap > 0 and result.ctc_gap is not None and result.ctc_gap > settings.max_ctc_gap
+    if not result.text or best.flagged or made_up or result.confidence < settings.min_confidence:
         result.text, result.no_speech = "", True
 
 

@@ -1,0 +1,108 @@
+"""Clipped starts and pops: does the model make up a command when the start of one is cut off?
+
+Usage:
+    python bench/clipped_start.py [RECIPE] [--model DIR] [--set KEY=VALUE] [--gaps 0 0.3 0.5] [--json]
+
+From every command of the recipe's test split it makes a copy whose start is cut off
+(25-60% of the speech, from its first loud frame, drawn with a fixed seed: what
+`data.synth.clipped_share` puts in a corpus), and six files holding only a saturated pop
+(5-30 ms at full scale, half of them over faint noise). For each `decode.max_ctc_gap`
+it transcribes the commands as they are, the clipped copies and the pops, and counts
+correct transcripts and "no speech" results. The right answer for a clipped start or a
+pop is nothing; the guard is worth having when it silences those and leaves the correct
+transcripts of the whole commands alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from seqx.data.manifest import CLIPPED_SUFFIX, read_manifest  # noqa: E402
+from seqx.data.noise import NOISE_KINDS, make_noise  # noqa: E402
+from seqx.data.synth import clip_start  # noqa: E402
+from seqx.decode.transcribe import transcribe_files  # noqa: E402
+from seqx.model.bundle import load_bundle  # noqa: E402
+from seqx.recipe import DEFAULT_RECIPE, load_recipe  # noqa: E402
+from seqx.tokenize.text import normalize_text  # noqa: E402
+
+
+def make_inputs(utts: list, folder: Path, seed: int = 7) -> tuple[list[str], list[str]]:
+    """Clipped copies of the commands and the pop files, written under `folder`."""
+    rng = np.random.default_rng(seed)
+    clipped = []
+    for utt in utts:
+        audio, rate = sf.read(utt.audio, dtype="float32")
+        path = folder / f"clipped-{Path(utt.audio).name}"
+        sf.write(path, clip_start(audio, rate, float(rng.uniform(0.25, 0.6))), rate)
+        clipped.append(str(path))
+    pops = []
+    for i in range(6):
+        audio = np.zeros(16000)
+        n = int(rng.integers(80, 480))
+        audio[:n] = np.clip(rng.normal(0, 3, n), -1, 1)  # a saturated click: a key, a bumped microphone
+        if i % 2:
+            audio += make_noise(NOISE_KINDS[i % len(NOISE_KINDS)], 16000, 16000, rng) * 10 ** (-40 / 20)
+        path = folder / f"pop-{i}.wav"
+        sf.write(path, audio, 16000)
+        pops.append(str(path))
+    return clipped, pops
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("recipe", nargs="?", default=str(DEFAULT_RECIPE))
+    parser.add_argument("--model", type=Path, default=None)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="recipe override, e.g. name=x")
+    parser.add_argument("--gaps", type=float, nargs="+", default=[0.0, 0.3, 0.5], help="max_ctc_gap values (0 = off)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+
+    recipe = load_recipe(args.recipe, args.set)
+    bundle = load_bundle(args.model or recipe.bundle_dir)
+    utts = [u for u in read_manifest(recipe.data_dir / "test.jsonl") if u.text and not u.id.endswith(CLIPPED_SUFFIX)]
+    refs = [normalize_text(u.text, bundle.tokenizer.settings) for u in utts]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        clipped, pops = make_inputs(utts, Path(tmp))
+        for gap in args.gaps:
+            settings = bundle.decode.model_copy(update={"max_ctc_gap": gap})
+            whole = transcribe_files(bundle, [u.audio for u in utts], settings)
+            cut = transcribe_files(bundle, clipped, settings)
+            popped = transcribe_files(bundle, pops, settings)
+            rows.append(
+                {
+                    "max_ctc_gap": gap,
+                    "commands": len(utts),
+                    "correct": sum(r.text == ref for r, ref in zip(whole, refs)),
+                    "commands_said_nothing": sum(r.no_speech for r in whole),
+                    "clipped_said_nothing": sum(r.no_speech for r in cut),
+                    "pops_said_nothing": sum(r.no_speech for r in popped),
+                    "pops": len(pops),
+                }
+            )
+    if args.json:
+        print(json.dumps({"model": str(args.model or recipe.bundle_dir), "rows": rows}, indent=1))
+        return
+    print(f"{len(utts)} test commands and as many clipped starts, {rows[0]['pops']} pops")
+    print(f"{'max_ctc_gap':>11s} {'correct':>8s} {'cmds->nothing':>13s} {'clipped->nothing':>16s} {'pops->nothing':>13s}")
+    for r in rows:
+        print(
+            f"{r['max_ctc_gap']:11g} {r['correct']:8d} {r['commands_said_nothing']:13d} "
+            f"{r['clipped_said_nothing']:16d} {r['pops_said_nothing']:10d}/{r['pops']}"
+        )
+
+
+if __name__ == "__main__":
+    main()
