@@ -34,6 +34,16 @@ CtcOpt = Annotated[
     Optional[float], typer.Option("--ctc-weight", min=0.0, max=1.0, help="Weight of CTC prefix scores in beam search.")
 ]
 DeviceOpt = Annotated[str, typer.Option("--device", help="cpu, cuda, or auto (cuda when present).")]
+GapOpt = Annotated[
+    Optional[float],
+    typer.Option(
+        "--max-ctc-gap",
+        min=0.0,
+        max=100.0,
+        help="Report a result the CTC head finds this much less likely (nats/frame) than what it heard as "
+        "no speech; 0 = off (default: the bundle's, 0.5).",
+    ),
+]
 PrecisionOpt = Annotated[
     Optional[str],
     typer.Option(
@@ -68,8 +78,11 @@ def _settings(
     nbest: int | None,
     ctc: float | None,
     precision: str | None = None,
+    max_ctc_gap: float | None = None,
 ) -> DecodeSettings:
     changes: dict[str, object] = {}
+    if max_ctc_gap is not None:
+        changes["max_ctc_gap"] = max_ctc_gap
     if precision is not None:
         if precision not in ("auto", "fp32", "bf16"):
             raise SeqxError(f"--precision {precision}: expected auto, fp32 or bf16")
@@ -96,6 +109,7 @@ def transcribe(
     ctc_weight: CtcOpt = None,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = None,
+    max_ctc_gap: GapOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Transcribe audio files (wav/flac/ogg/mp3, any rate and channel count): one line per file."""
@@ -106,7 +120,7 @@ def transcribe(
     if not paths:
         raise SeqxError("no audio files given (folders are searched for .wav/.flac/.ogg/.mp3)")
     bundle = _bundle(model, device)
-    settings = _settings(bundle.decode, beam, greedy, nbest, ctc_weight, precision)
+    settings = _settings(bundle.decode, beam, greedy, nbest, ctc_weight, precision, max_ctc_gap)
     with RichReporter() as reporter:
         # text mode prints each unreadable file's error in its place below; JSON mode keeps the warning on stderr
         results = transcribe_files(bundle, paths, settings, reporter=reporter, warn_unreadable=json_out)
@@ -138,6 +152,7 @@ def evaluate(
     tag: Annotated[str, typer.Option("--tag", help="Suffix for the files under exp/NAME/eval/.")] = "",
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = None,
+    max_ctc_gap: GapOpt = None,
     overrides: SetOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -146,7 +161,7 @@ def evaluate(
 
     loaded = load_for_this_machine(recipe, overrides, device if device != "auto" else None)
     bundle = _bundle(model or loaded.bundle_dir, device)
-    settings = _settings(bundle.decode, beam, greedy, None, ctc_weight, precision)
+    settings = _settings(bundle.decode, beam, greedy, None, ctc_weight, precision, max_ctc_gap)
     with RichReporter() as reporter:
         report = run_evaluate(loaded, bundle, settings, split=split, reporter=reporter, limit=limit, tag=tag)
     if json_out:
