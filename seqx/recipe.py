@@ -66,7 +66,10 @@ class SynthSettings(_Section):
     # commands whose start is cut off (recording began late), transcript empty: a command the
     # user did not finish saying is not a command. 0 = none (and the corpus of a seed as before)
     clipped_share: float = Field(0.0, ge=0.0, le=0.5)
-    clipped_cut: tuple[float, float] = (0.25, 0.6)  # share of the speech cut from the start, drawn
+    clipped_cut: tuple[Annotated[float, Field(gt=0.0, lt=1.0)], Annotated[float, Field(gt=0.0, lt=1.0)]] = (
+        0.25,
+        0.6,
+    )  # share of the speech cut from the start, drawn per clipped utterance
     heldout_command_share: float = Field(0.1, ge=0.0, le=0.5)  # distinct commands never in train
     valid_voices: int = Field(4, ge=1)  # voices reserved for valid (never in train)
     test_voices: int = Field(6, ge=1)  # voices reserved for test (never in train or valid)
@@ -82,8 +85,9 @@ class SynthSettings(_Section):
         for lo, hi, name in ((*self.rate_wpm, "rate_wpm"), (*self.pitch, "pitch"), (*self.amplitude, "amplitude")):
             if lo > hi:
                 raise ValueError(f"data.synth.{name}: low end {lo} is above high end {hi}")
-        if self.snr_db[0] > self.snr_db[1]:
-            raise ValueError(f"data.synth.snr_db: low end {self.snr_db[0]} is above high end {self.snr_db[1]}")
+        for (lo_f, hi_f), name in ((self.snr_db, "snr_db"), (self.clipped_cut, "clipped_cut")):
+            if lo_f > hi_f:
+                raise ValueError(f"data.synth.{name}: low end {lo_f:g} is above high end {hi_f:g}")
         return self
 
 

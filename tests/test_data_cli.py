@@ -46,3 +46,15 @@ def test_cli_names_a_bad_setting(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, _args(tmp_path, "--set", "data.sizee=3"))
     assert result.exit_code != 0
     assert "data.sizee" in str(result.exception) + result.output
+
+
+def test_out_of_range_option_is_one_usage_line_not_a_traceback() -> None:
+    """What `seqx` (main(), standalone_mode=False) does with a value the option's range refuses."""
+    import subprocess
+    import sys
+
+    for bad in (["--beam", "0"], ["--max-ctc-gap", "-1"], ["--no-such-option"]):
+        run = subprocess.run([sys.executable, "-m", "seqx", "transcribe", "x.wav", *bad],
+                             capture_output=True, text=True, timeout=120, check=False)
+        assert run.returncode == 2, run.stderr
+        assert "Traceback" not in run.stderr and "Error:" in run.stderr

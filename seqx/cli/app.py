@@ -173,9 +173,21 @@ def main() -> None:
         console.print("[red]interrupted[/]")
         sys.exit(130)
     except Exception as err:  # click usage errors arrive here with standalone_mode=False
-        import click
-
-        if isinstance(err, click.ClickException):
-            err.show()
-            sys.exit(err.exit_code)
+        if _is_usage_error(err):
+            err.show()  # type: ignore[attr-defined]
+            sys.exit(err.exit_code)  # type: ignore[attr-defined]
         raise
+
+
+def _is_usage_error(err: Exception) -> bool:
+    """A click error (bad option value, unknown option): shown as click shows it, exit code 2.
+
+    Typer >= 0.2x ships its own copy of click (`typer._click`), whose exceptions are not
+    click's; both kinds are recognised, so an out-of-range `--beam 0` is one line, not a traceback.
+    """
+    import click
+
+    if isinstance(err, click.ClickException):
+        return True
+    bases = {cls.__module__ + "." + cls.__name__ for cls in type(err).__mro__}
+    return "typer._click.exceptions.ClickException" in bases

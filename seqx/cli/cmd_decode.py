@@ -71,6 +71,12 @@ def _bundle(model: Path | None, device: str):  # noqa: ANN202 (Bundle import is 
     return load_bundle(folder, device=_device(device))
 
 
+def _check_precision(precision: str | None) -> None:
+    """Before any model is loaded: a typo should not wait for (or hide behind) the bundle."""
+    if precision is not None and precision not in ("auto", "fp32", "bf16"):
+        raise SeqxError(f"--precision {precision}: expected auto, fp32 or bf16")
+
+
 def _settings(
     base: DecodeSettings,
     beam: int | None,
@@ -84,8 +90,6 @@ def _settings(
     if max_ctc_gap is not None:
         changes["max_ctc_gap"] = max_ctc_gap
     if precision is not None:
-        if precision not in ("auto", "fp32", "bf16"):
-            raise SeqxError(f"--precision {precision}: expected auto, fp32 or bf16")
         changes["precision"] = precision
     if greedy:
         changes["beam"] = 1
@@ -115,6 +119,7 @@ def transcribe(
     """Transcribe audio files (wav/flac/ogg/mp3, any rate and channel count): one line per file."""
     from seqx.decode.transcribe import expand_inputs, transcribe_files
 
+    _check_precision(precision)
     items = [line.strip() for line in sys.stdin if line.strip()] if files == ["-"] else files
     paths = expand_inputs(items)
     if not paths:
@@ -159,6 +164,7 @@ def evaluate(
     """WER, CER, sentence accuracy and real-time factor on a split (test by default)."""
     from seqx.decode.evaluate import evaluate as run_evaluate
 
+    _check_precision(precision)
     loaded = load_for_this_machine(recipe, overrides, device if device != "auto" else None)
     bundle = _bundle(model or loaded.bundle_dir, device)
     settings = _settings(bundle.decode, beam, greedy, None, ctc_weight, precision, max_ctc_gap)
