@@ -166,8 +166,12 @@ def test_evaluate_scores_and_writes_reports(trained: tuple[Recipe, Bundle]) -> N
     summary = json.loads(Path(report.summary_path).read_text())
     assert summary["overall"]["utterances"] == report.overall.utterances
     lines = Path(report.details_path).read_text().splitlines()
-    assert lines[0].split("\t")[:4] == ["id", "reference", "hypothesis", "errors"]
+    header = lines[0].split("\t")
+    assert header == ["id", "reference", "hypothesis", "errors", "confidence", "ctc_gap", "error"]
     assert len(lines) == report.overall.utterances + 1
+    gaps = [row.split("\t")[5] for row in lines[1:]]
+    assert all(g == "" or float(g) <= bundle.decode.max_ctc_gap for g in gaps)  # right answers pass the guard
+    assert summary["decode"]["precision"] in ("fp32", "bf16")  # what `auto` became here
 
 
 def test_cli_transcribe_json_and_exit_code(trained: tuple[Recipe, Bundle], tmp_path: Path) -> None:

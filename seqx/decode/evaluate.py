@@ -15,6 +15,8 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import torch
+
 from seqx.data.manifest import CLIPPED_SUFFIX, read_manifest
 from seqx.decode.metrics import Scores, UtteranceErrors, pool, utterance_errors
 from seqx.decode.transcribe import Result, resolve_precision, transcribe_files
@@ -90,7 +92,7 @@ def evaluate(
         summary_path=str(out_dir / f"{stem}.json"),
         details_path=str(details),
         # what `auto` became on this machine: bf16 and fp32 can differ in the last decimals
-        decode={**settings.model_dump(), "precision": resolve_precision(next(bundle.model.parameters()).device, settings.precision)},
+        decode={**settings.model_dump(), "precision": resolve_precision(_device(bundle), settings.precision)},
     )
     atomic_write_text(Path(report.summary_path), json.dumps(report.to_json(), indent=1))
     return report
@@ -103,13 +105,18 @@ def _heldout_commands(path: Path, bundle: Bundle) -> set[str]:
     return {normalize_text(line, bundle.tokenizer.settings) for line in lines if line.strip()}
 
 
+def _device(bundle: Bundle) -> torch.device:
+    return next(bundle.model.parameters()).device
+
+
 def _write_details(
     path: Path, utts: list, references: list[str], results: list[Result], errors: list[UtteranceErrors]
 ) -> None:
     tmp = path.with_suffix(".tsv.tmp")
     with tmp.open("w", newline="") as handle:
         writer = csv.writer(handle, delimiter="\t")
-        writer.writerow(["id", "reference", "hypothesis", "errors", "confidence", "error"])
+        writer.writerow(["id", "reference", "hypothesis", "errors", "confidence", "ctc_gap", "error"])
         for utt, ref, res, err in zip(utts, references, results, errors):
-            writer.writerow([utt.id, ref, res.text, err.word_errors, f"{res.confidence:.3f}", res.error or ""])
+            gap = "" if res.ctc_gap is None else f"{res.ctc_gap:.3f}"  # to choose decode.max_ctc_gap by
+            writer.writerow([utt.id, ref, res.text, err.word_errors, f"{res.confidence:.3f}", gap, res.error or ""])
     tmp.replace(path)
