@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -39,13 +38,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from seqx.data.manifest import read_manifest  # noqa: E402
 from seqx.decode.metrics import score_pairs  # noqa: E402
-from seqx.decode.transcribe import autocast_for, featurize, resolve_precision, transcribe_files  # noqa: E402
+from seqx.decode.transcribe import (  # noqa: E402
+    autocast_for,
+    featurize,
+    max_output_len,
+    resolve_precision,
+    transcribe_files,
+)
 from seqx.featurize.audio import load_audio  # noqa: E402
 from seqx.model.search import beam_search  # noqa: E402
 from seqx.model.bundle import load_bundle  # noqa: E402
 from seqx.recipe import DEFAULT_RECIPE, DecodeSettings, load_recipe  # noqa: E402
 from seqx.tokenize.text import normalize_text  # noqa: E402
-from timing import best_of  # noqa: E402  (bench/timing.py, beside this script)
+from timing import best_of, fastest  # noqa: E402  (bench/timing.py, beside this script)
 
 CONFIGS = [  # (name, beam, batched, cached, precision; None = the bundle's, `auto` unless the recipe says)
     ("greedy", 1, True, True, None),
@@ -88,12 +93,7 @@ def main() -> None:
         settings = DecodeSettings.model_validate(
             {**bundle.decode.model_dump(), **changes, "precision": precision or bundle.decode.precision}
         )
-        times = []
-        for _ in range(args.repeats):  # the fastest run is the one the rest of the machine disturbed least
-            start = time.perf_counter()
-            results = transcribe_files(bundle, paths, settings, use_cache=cached)
-            times.append(time.perf_counter() - start)
-        seconds = min(times)
+        seconds, results = fastest(args.repeats, lambda: transcribe_files(bundle, paths, settings, use_cache=cached))
         wer = score_pairs(refs, [r.text for r in results]).wer
         used = resolve_precision(torch.device(args.device), settings.precision)
         rows.append({"config": name, "precision": used, "seconds": seconds, "rtf": seconds / audio_seconds, "wer": wer})
@@ -134,7 +134,7 @@ def main() -> None:
 def breakdown(bundle, paths: list[str], repeats: int) -> dict[str, float]:  # type: ignore[no-untyped-def]
     """Seconds of the users' configuration (beam 8, batches of 32, cached) spent in each part."""
     settings = bundle.decode.model_copy(update={"beam": 8, "nbest": 1, "batch_size": 32})
-    device = next(bundle.model.parameters()).device
+    device = bundle.device
 
     def read() -> list[torch.Tensor]:
         return [featurize(bundle, load_audio(p, bundle.sample_rate)) for p in paths]
@@ -156,7 +156,7 @@ def breakdown(bundle, paths: list[str], repeats: int) -> dict[str, float]:  # ty
     def search(ctc_weight: float) -> None:
         with torch.inference_mode(), autocast_for(device, settings.precision):
             for memory, mem_lens in encoded:
-                max_len = (mem_lens.float() * settings.max_len_ratio).ceil().long().add(2).clamp(max=settings.max_len)
+                max_len = max_output_len(mem_lens, settings)
                 beam_search(bundle.model, memory, mem_lens, beam=8, ctc_weight=ctc_weight,
                             length_penalty=settings.length_penalty, max_len=max_len)
 

@@ -82,12 +82,11 @@ class SynthSettings(_Section):
 
     @model_validator(mode="after")
     def _check_grammar(self) -> SynthSettings:
-        for lo, hi, name in ((*self.rate_wpm, "rate_wpm"), (*self.pitch, "pitch"), (*self.amplitude, "amplitude")):
+        ranges = {"rate_wpm": self.rate_wpm, "pitch": self.pitch, "amplitude": self.amplitude,
+                  "snr_db": self.snr_db, "clipped_cut": self.clipped_cut}
+        for name, (lo, hi) in ranges.items():
             if lo > hi:
-                raise ValueError(f"data.synth.{name}: low end {lo} is above high end {hi}")
-        for (lo_f, hi_f), name in ((self.snr_db, "snr_db"), (self.clipped_cut, "clipped_cut")):
-            if lo_f > hi_f:
-                raise ValueError(f"data.synth.{name}: low end {lo_f:g} is above high end {hi_f:g}")
+                raise ValueError(f"data.synth.{name}: low end {lo:g} is above high end {hi:g}")
         return self
 
 
@@ -216,6 +215,9 @@ class TrainSettings(_Section):
 # ------------------------------------------------------------------------ decode
 
 
+Precision = Literal["auto", "fp32", "bf16"]  # decode.precision, --precision
+
+
 class DecodeSettings(_Section):
     beam: int = Field(8, ge=1, le=256)  # 1 = greedy
     nbest: int = Field(1, ge=1, le=256)
@@ -230,7 +232,7 @@ class DecodeSettings(_Section):
     # audio whose loudest 100 ms stays below this level is silence: no speech, the model is not asked
     silence_dbfs: float = Field(-60.0, ge=-120.0, le=0.0)
     # auto = bf16 on a GPU and on CPUs with native bf16 (AVX512-BF16, AMX), fp32 elsewhere
-    precision: Literal["auto", "fp32", "bf16"] = "auto"
+    precision: Precision = "auto"
 
 
 # ------------------------------------------------------------------------ recipe

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Optional, get_args
 
 import torch
 import typer
@@ -22,7 +22,7 @@ from seqx.cli.app import (
     print_error,
 )
 from seqx.errors import SeqxError
-from seqx.recipe import DEFAULT_RECIPE, DecodeSettings, load_recipe
+from seqx.recipe import DEFAULT_RECIPE, DecodeSettings, Precision, load_recipe
 
 ModelOpt = Annotated[
     Optional[Path],
@@ -73,8 +73,9 @@ def _bundle(model: Path | None, device: str):  # noqa: ANN202 (Bundle import is 
 
 def _check_precision(precision: str | None) -> None:
     """Before any model is loaded: a typo should not wait for (or hide behind) the bundle."""
-    if precision is not None and precision not in ("auto", "fp32", "bf16"):
-        raise SeqxError(f"--precision {precision}: expected auto, fp32 or bf16")
+    choices = get_args(Precision)
+    if precision is not None and precision not in choices:
+        raise SeqxError(f"--precision {precision}: expected {', '.join(choices[:-1])} or {choices[-1]}")
 
 
 def _settings(

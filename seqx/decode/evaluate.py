@@ -15,8 +15,6 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import torch
-
 from seqx.data.manifest import CLIPPED_SUFFIX, read_manifest
 from seqx.decode.metrics import Scores, UtteranceErrors, pool, utterance_errors
 from seqx.decode.transcribe import Result, resolve_precision, transcribe_files
@@ -92,7 +90,7 @@ def evaluate(
         summary_path=str(out_dir / f"{stem}.json"),
         details_path=str(details),
         # what `auto` became on this machine: bf16 and fp32 can differ in the last decimals
-        decode={**settings.model_dump(), "precision": resolve_precision(_device(bundle), settings.precision)},
+        decode={**settings.model_dump(), "precision": resolve_precision(bundle.device, settings.precision)},
     )
     atomic_write_text(Path(report.summary_path), json.dumps(report.to_json(), indent=1))
     return report
@@ -103,10 +101,6 @@ def _heldout_commands(path: Path, bundle: Bundle) -> set[str]:
         return set()
     lines = path.read_text().splitlines()
     return {normalize_text(line, bundle.tokenizer.settings) for line in lines if line.strip()}
-
-
-def _device(bundle: Bundle) -> torch.device:
-    return next(bundle.model.parameters()).device
 
 
 def _write_details(

@@ -78,14 +78,12 @@ def search(
 def _search(
     bundle: Bundle, feats: list[torch.Tensor], settings: DecodeSettings, use_cache: bool
 ) -> tuple[list[list[Hypothesis]], torch.Tensor, torch.Tensor]:
-    device = next(bundle.model.parameters()).device
+    device = bundle.device
     lengths = torch.tensor([f.shape[0] for f in feats], device=device)
     batch = torch.nn.utils.rnn.pad_sequence(feats, batch_first=True).to(device)
     with torch.inference_mode(), autocast_for(device, settings.precision):
         memory, mem_lens = bundle.model.encode(batch, lengths)
-        # An output can be no longer than the encoder input allows (and never past max_len):
-        # this is what stops a runaway hypothesis on a short clip.
-        max_len = torch.clamp((mem_lens.float() * settings.max_len_ratio).ceil().long() + 2, max=settings.max_len)
+        max_len = max_output_len(mem_lens, settings)
         if settings.beam == 1 and settings.nbest == 1:
             greedy = greedy_search(bundle.model, memory, mem_lens, max_len, use_cache=use_cache)
             return [[h] for h in greedy], memory, mem_lens
@@ -102,6 +100,14 @@ def _search(
             use_cache=use_cache,
         )
         return nbests, memory, mem_lens
+
+
+def max_output_len(mem_lens: torch.Tensor, settings: DecodeSettings) -> torch.Tensor:
+    """(B,) longest output per utterance: no longer than the encoder input allows, never past max_len.
+
+    This is what stops a runaway hypothesis on a short clip.
+    """
+    return torch.clamp((mem_lens.float() * settings.max_len_ratio).ceil().long() + 2, max=settings.max_len)
 
 
 def loudness_dbfs(wave: torch.Tensor, sample_rate: int) -> float:

@@ -43,6 +43,11 @@ class Bundle:
     decode: DecodeSettings
     folder: Path
 
+    @property
+    def device(self) -> torch.device:
+        """Where the model's weights are (and so where decoding runs)."""
+        return next(self.model.parameters()).device
+
 
 def save_bundle(
     folder: str | Path,
