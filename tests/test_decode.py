@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -198,6 +200,11 @@ def test_cli_transcribe_json_and_exit_code(trained: tuple[Recipe, Bundle], tmp_p
     odd = runner.invoke(app, ["transcribe", good.audio, "--model", str(recipe.bundle_dir), "--precision", "fp16"])
     assert isinstance(odd.exception, SeqxError)
     assert "--precision fp16: expected auto, fp32 or bf16" in str(odd.exception)
+    # the real entry point (main(), not CliRunner) must exit 1 too: a script checks $?
+    entry = subprocess.run([sys.executable, "-m", "seqx", "transcribe", good.audio, absent, *model],
+                           capture_output=True, text=True, timeout=300, check=False)
+    assert entry.returncode == 1, entry.stderr
+    assert good.text in entry.stdout
     missing = runner.invoke(app, ["transcribe", good.audio, "--model", str(tmp_path)])
     assert isinstance(missing.exception, SeqxError)  # main() turns it into one red line, exit 1
     assert "no trained model bundle" in str(missing.exception)

@@ -157,7 +157,7 @@ def main() -> None:
     for name in COMMAND_MODULES:
         importlib.import_module(f"seqx.cli.{name}")
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
     except RecipeError as err:
         print_error(str(err))
         sys.exit(2)
@@ -177,6 +177,9 @@ def main() -> None:
             err.show()  # type: ignore[attr-defined]
             sys.exit(err.exit_code)  # type: ignore[attr-defined]
         raise
+    # without standalone mode click does not raise a command's `typer.Exit(1)`: it returns the code
+    if isinstance(code, int) and code:
+        sys.exit(code)
 
 
 def _is_usage_error(err: Exception) -> bool:
