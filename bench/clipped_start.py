@@ -11,6 +11,11 @@ it transcribes the commands as they are, the clipped copies and the pops, and co
 correct transcripts and "no speech" results. The right answer for a clipped start or a
 pop is nothing; the guard is worth having when it silences those and leaves the correct
 transcripts of the whole commands alone.
+
+It also trims every command to 20 ms before its first loud frame: the whole command, but
+with no lead-in, as a tightly cut file would be. A clipped start also has no lead-in, so
+these show whether a model (or a guard) has learnt "speech from the first frame" instead
+of "half a command": they should still come out right.
 """
 
 from __future__ import annotations
@@ -29,22 +34,28 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from seqx.data.manifest import CLIPPED_SUFFIX, read_manifest  # noqa: E402
 from seqx.data.noise import NOISE_KINDS, make_noise  # noqa: E402
-from seqx.data.synth import clip_start  # noqa: E402
+from seqx.data.synth import clip_start, speech_span  # noqa: E402
 from seqx.decode.transcribe import transcribe_files  # noqa: E402
 from seqx.model.bundle import load_bundle  # noqa: E402
 from seqx.recipe import DEFAULT_RECIPE, load_recipe  # noqa: E402
 from seqx.tokenize.text import normalize_text  # noqa: E402
 
 
-def make_inputs(utts: list, folder: Path, seed: int = 7) -> tuple[list[str], list[str]]:
-    """Clipped copies of the commands and the pop files, written under `folder`."""
+TRIM_MARGIN_S = 0.02  # what a tight cut leaves before the first loud frame
+
+
+def make_inputs(utts: list, folder: Path, seed: int = 7) -> tuple[list[str], list[str], list[str]]:
+    """Clipped copies of the commands, tightly trimmed ones and the pop files, written under `folder`."""
     rng = np.random.default_rng(seed)
-    clipped = []
+    clipped, trimmed = [], []
     for utt in utts:
         audio, rate = sf.read(utt.audio, dtype="float32")
         path = folder / f"clipped-{Path(utt.audio).name}"
         sf.write(path, clip_start(audio, rate, float(rng.uniform(0.25, 0.6))), rate)
         clipped.append(str(path))
+        path = folder / f"trimmed-{Path(utt.audio).name}"
+        sf.write(path, audio[max(0, speech_span(audio, rate)[0] - int(TRIM_MARGIN_S * rate)) :], rate)
+        trimmed.append(str(path))
     pops = []
     for i in range(6):
         audio = np.zeros(16000)
@@ -55,7 +66,7 @@ def make_inputs(utts: list, folder: Path, seed: int = 7) -> tuple[list[str], lis
         path = folder / f"pop-{i}.wav"
         sf.write(path, audio, 16000)
         pops.append(str(path))
-    return clipped, pops
+    return clipped, trimmed, pops
 
 
 def main() -> None:
@@ -75,12 +86,13 @@ def main() -> None:
     refs = [normalize_text(u.text, bundle.tokenizer.settings) for u in utts]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        clipped, pops = make_inputs(utts, Path(tmp))
+        clipped, trimmed, pops = make_inputs(utts, Path(tmp))
         for gap in args.gaps:
             settings = bundle.decode.model_copy(update={"max_ctc_gap": gap})
             whole = transcribe_files(bundle, [u.audio for u in utts], settings)
             cut = transcribe_files(bundle, clipped, settings)
             popped = transcribe_files(bundle, pops, settings)
+            tight = transcribe_files(bundle, trimmed, settings)
             rows.append(
                 {
                     "max_ctc_gap": gap,
@@ -88,6 +100,8 @@ def main() -> None:
                     "correct": sum(r.text == ref for r, ref in zip(whole, refs)),
                     "commands_said_nothing": sum(r.no_speech for r in whole),
                     "clipped_said_nothing": sum(r.no_speech for r in cut),
+                    "trimmed_correct": sum(r.text == ref for r, ref in zip(tight, refs)),
+                    "trimmed_said_nothing": sum(r.no_speech for r in tight),
                     "pops_said_nothing": sum(r.no_speech for r in popped),
                     "pops": len(pops),
                 }
@@ -95,13 +109,13 @@ def main() -> None:
     if args.json:
         print(json.dumps({"model": str(args.model or recipe.bundle_dir), "rows": rows}, indent=1))
         return
-    print(f"{len(utts)} test commands and as many clipped starts, {rows[0]['pops']} pops")
-    print(f"{'max_ctc_gap':>11s} {'correct':>8s} {'cmds->nothing':>13s} {'clipped->nothing':>16s} {'pops->nothing':>13s}")
+    print(f"{len(utts)} test commands, as many clipped starts and tight trims, {rows[0]['pops']} pops")
+    head = ("max_ctc_gap", "correct", "cmds->nothing", "clipped->nothing", "trimmed correct", "trimmed->nothing")
+    print(" ".join(f"{h:>{max(11, len(h))}s}" for h in head), f"{'pops->nothing':>13s}")
     for r in rows:
-        print(
-            f"{r['max_ctc_gap']:11g} {r['correct']:8d} {r['commands_said_nothing']:13d} "
-            f"{r['clipped_said_nothing']:16d} {r['pops_said_nothing']:10d}/{r['pops']}"
-        )
+        cells = ("max_ctc_gap", "correct", "commands_said_nothing", "clipped_said_nothing", "trimmed_correct",
+                 "trimmed_said_nothing")
+        print(" ".join(f"{r[c]:>{max(11, len(h))}g}" for c, h in zip(cells, head)), f"{r['pops_said_nothing']:10d}/{r['pops']}")
 
 
 if __name__ == "__main__":

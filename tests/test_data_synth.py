@@ -159,16 +159,24 @@ def test_cache_is_a_no_op_and_settings_changes_redo(tmp_path: Path) -> None:
 
 
 def test_clipped_start_commands_lose_their_start_and_their_transcript() -> None:
-    """`clipped_share`: a command cut off at the start is planned with an empty transcript and
-    rendered (real espeak-ng speech) without the first part of what it says."""
+    """`clipped_share`: copies of commands, cut off at the start, are planned on top of the corpus
+    with an empty transcript, and rendered (real espeak-ng speech) without the first part of what
+    they say and with no lead-in: the recording begins mid-speech."""
     recipe = REPO / "recipes/commands.yaml"
+    base, _ = plan_corpus(load_recipe(recipe, ["data.size=2000"]).data)
     plans, _ = plan_corpus(load_recipe(recipe, ["data.size=2000", "data.synth.clipped_share=0.2"]).data)
     clipped = [p for p in plans if p.clip_start]
-    assert 0.15 < len(clipped) / len(plans) < 0.25
-    assert all(p.text == "" and p.spoken and p.id.endswith("-clipped") for p in clipped)
-    assert all(0.25 <= p.clip_start <= 0.6 for p in clipped)
-    assert not any(p.spoken or p.id.endswith("-clipped") for p in plans if not p.clip_start)
-    assert not any(p.clip_start for p in plan_corpus(load_recipe(recipe, ["data.size=2000"]).data)[0])
+    assert [p for p in plans if not p.clip_start] == base  # every other utterance as it was
+    assert not any(p.clip_start or p.spoken or p.id.endswith("-clipped") for p in base)
+    by_id = {p.id: p for p in base}
+    for split in ("train", "valid", "test"):
+        commands = sum(1 for p in base if p.split == split and p.text)
+        assert sum(1 for p in clipped if p.split == split) == round(0.2 * commands)
+    for p in clipped:
+        source = by_id[p.id.removesuffix("-clipped")]
+        assert p.text == "" and p.spoken == source.text and p.voice == source.voice and p.split == source.split
+        assert p.lead_s == 0.0 and 0.25 <= p.clip_start <= 0.6 and p.seed != source.seed
+    assert len({p.id for p in plans}) == len(plans)
 
     plan = replace(clipped[0], snr_db=None)  # no noise: the speech alone decides the lengths
     whole, cut = render(replace(plan, clip_start=0.0), 16000), render(plan, 16000)

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -32,6 +32,7 @@ from seqx.report import Reporter
 
 SPLITS = ("train", "valid", "test")
 HELDOUT_SHARE_IN_EVAL = 0.3  # of valid/test utterances that say a command never heard in training
+CLIPPED_SEED_OFFSET = 5_000_000  # a clipped copy's noise seed: apart from every split's utterance seeds
 
 
 @dataclass(frozen=True)
@@ -80,9 +81,44 @@ def plan_corpus(settings: DataSettings, voices: list[Voice] | None = None) -> tu
     for split_index, split in enumerate(SPLITS):
         split_rng = np.random.default_rng([settings.seed, 2, split_index])
         pick_voice = _voice_picker(by_split[split], synth.engine_weights)
-        for i in range(sizes[split]):
-            plans.append(_plan_one(split, i, split_index, split_rng, pick_voice, seen, heldout, settings))
+        split_plans = [
+            _plan_one(split, i, split_index, split_rng, pick_voice, seen, heldout, settings) for i in range(sizes[split])
+        ]
+        plans += split_plans + _clipped_copies(split_plans, split_index, settings)
     return plans, heldout
+
+
+def _clipped_copies(plans: list[Plan], split_index: int, settings: DataSettings) -> list[Plan]:
+    """`clipped_share` of a split's commands once more, with the start of the speech cut off.
+
+    They come on top of the split's plans, from their own generator, so turning them on leaves
+    every other utterance of the corpus as it was: a model trained with them can be compared
+    with one trained without on the very same commands. A copy keeps its command's voice and
+    delivery but gets no lead-in and its own noise: the recording begins mid-speech, which is
+    what a late start is.
+    """
+    share = settings.synth.clipped_share
+    commands = [p for p in plans if p.text]
+    count = round(share * len(commands))
+    if not count:
+        return []
+    rng = np.random.default_rng([settings.seed, 3, split_index])
+    picked = sorted(rng.choice(len(commands), size=count, replace=False).tolist())
+    copies = []
+    for k in picked:
+        source = commands[k]
+        copies.append(
+            replace(
+                source,
+                id=source.id + CLIPPED_SUFFIX,
+                text="",
+                spoken=source.text,
+                clip_start=float(rng.uniform(*settings.synth.clipped_cut)),
+                lead_s=0.0,
+                seed=(source.seed[0], source.seed[1] + CLIPPED_SEED_OFFSET),
+            )
+        )
+    return copies
 
 
 def _voice_picker(voices: list[Voice], engine_weights: dict[str, float]) -> Callable[[np.random.Generator], Voice]:
@@ -124,11 +160,8 @@ def _plan_one(
         text = heldout[rng.integers(len(heldout))]
     else:
         text = seen[rng.integers(len(seen))]
-    spoken, clip_start = "", 0.0
-    if text and synth.clipped_share > 0 and rng.random() < synth.clipped_share:  # no draw when off: corpora stay
-        spoken, text, clip_start = text, "", float(rng.uniform(*synth.clipped_cut))
     return Plan(
-        id=f"{split}-{i:06d}" + (CLIPPED_SUFFIX if spoken else ""),
+        id=f"{split}-{i:06d}",
         split=split,
         text=text,
         voice=pick_voice(rng),
@@ -140,8 +173,6 @@ def _plan_one(
         lead_s=float(rng.uniform(0.05, 0.4)),
         trail_s=float(rng.uniform(0.05, 0.4)),
         seed=(settings.seed, split_index * 10_000_000 + i),
-        spoken=spoken,
-        clip_start=clip_start,
     )
 
 
