@@ -61,6 +61,10 @@ class SynthSettings(_Section):
     pitch: tuple[int, int] = (30, 70)  # espeak-ng -p, 0..99
     amplitude: tuple[int, int] = (80, 160)  # espeak-ng -a, 0..200
     snr_db: tuple[float, float] = (10.0, 40.0)  # background noise level, drawn per utterance
+    # seconds of silence (then noise) before and after the speech, drawn per utterance; a lead_s
+    # range that starts at 0 teaches the model tightly cut files too
+    lead_s: tuple[Annotated[float, Field(ge=0.0, le=5.0)], Annotated[float, Field(ge=0.0, le=5.0)]] = (0.05, 0.4)
+    trail_s: tuple[Annotated[float, Field(ge=0.0, le=5.0)], Annotated[float, Field(ge=0.0, le=5.0)]] = (0.05, 0.4)
     noise_share: float = Field(0.9, ge=0.0, le=1.0)  # share of utterances that get noise at all
     empty_share: float = Field(0.03, ge=0.0, le=0.5)  # noise/silence-only utterances, empty transcript
     # commands whose start is cut off (recording began late), transcript empty: a command the
@@ -83,7 +87,8 @@ class SynthSettings(_Section):
     @model_validator(mode="after")
     def _check_grammar(self) -> SynthSettings:
         ranges = {"rate_wpm": self.rate_wpm, "pitch": self.pitch, "amplitude": self.amplitude,
-                  "snr_db": self.snr_db, "clipped_cut": self.clipped_cut}
+                  "snr_db": self.snr_db, "clipped_cut": self.clipped_cut, "lead_s": self.lead_s,
+                  "trail_s": self.trail_s}
         for name, (lo, hi) in ranges.items():
             if lo > hi:
                 raise ValueError(f"data.synth.{name}: low end {lo:g} is above high end {hi:g}")

@@ -185,3 +185,24 @@ def test_clipped_start_commands_lose_their_start_and_their_transcript() -> None:
     expected = (first - lead) + plan.clip_start * (last - first)  # silence before the speech, then the share
     assert abs((whole.size - cut.size) - expected) <= 2 * hop
     assert np.sqrt(np.mean(cut**2)) > 0.01  # what is left is still speech, not silence
+
+
+def test_lead_and_trail_ranges_set_the_padding_and_nothing_else() -> None:
+    """`lead_s`/`trail_s`: the silence around the speech is drawn from the recipe's range, with
+    the same draws as before, so only the padding of a corpus changes (and the default is the
+    corpus of earlier versions)."""
+    recipe = REPO / "recipes/commands.yaml"
+    base, _ = plan_corpus(load_recipe(recipe, ["data.size=600"]).data)
+    assert base == plan_corpus(load_recipe(recipe, ["data.size=600", "data.synth.lead_s=[0.05, 0.4]"]).data)[0]
+    tight, _ = plan_corpus(load_recipe(recipe, ["data.size=600", "data.synth.lead_s=[0, 0.1]"]).data)
+    assert all(0.0 <= p.lead_s <= 0.1 for p in tight) and min(p.lead_s for p in tight) < 0.01
+    assert [replace(p, lead_s=0.0) for p in tight] == [replace(p, lead_s=0.0) for p in base]
+
+    plan = replace(next(p for p in tight if p.text), snr_db=None, lead_s=0.0, trail_s=0.0)
+    first, _ = speech_span(render(plan, 16000), 16000)
+    padded = replace(plan, lead_s=0.3)
+    assert speech_span(render(padded, 16000), 16000)[0] - first == int(0.3 * 16000)
+    with pytest.raises(RecipeError, match=r"data\.synth\.lead_s: low end 0\.3 is above high end 0\.1"):
+        load_recipe(recipe, ["data.synth.lead_s=[0.3, 0.1]"])
+    with pytest.raises(RecipeError, match=r"data\.synth\.trail_s\.1: .*less than or equal to 5"):
+        load_recipe(recipe, ["data.synth.trail_s=[0.1, 9]"])

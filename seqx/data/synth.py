@@ -170,8 +170,8 @@ def _plan_one(
         amplitude=int(rng.integers(synth.amplitude[0], synth.amplitude[1] + 1)),
         snr_db=float(rng.uniform(*synth.snr_db)) if rng.random() < synth.noise_share or not text else None,
         noise_kind=NOISE_KINDS[rng.integers(len(NOISE_KINDS))],
-        lead_s=float(rng.uniform(0.05, 0.4)),
-        trail_s=float(rng.uniform(0.05, 0.4)),
+        lead_s=float(rng.uniform(*synth.lead_s)),
+        trail_s=float(rng.uniform(*synth.trail_s)),
         seed=(settings.seed, split_index * 10_000_000 + i),
     )
 
