@@ -12,10 +12,12 @@ correct transcripts and "no speech" results. The right answer for a clipped star
 pop is nothing; the guard is worth having when it silences those and leaves the correct
 transcripts of the whole commands alone.
 
-It also trims every command to 20 ms before its first loud frame: the whole command, but
-with no lead-in, as a tightly cut file would be. A clipped start also has no lead-in, so
-these show whether a model (or a guard) has learnt "speech from the first frame" instead
-of "half a command": they should still come out right.
+It also cuts the synthetic lead-in off every command (the corpus plan says how long it
+was): the whole command, starting where the voice starts, as a tightly cut file would.
+A clipped start has no lead-in either, so these show whether a model (or a guard) has
+learnt "speech from the first frame" instead of "half a command": they should still
+come out right. Pass the recipe overrides the model was trained with (`--set`), so the
+plans are the corpus's.
 """
 
 from __future__ import annotations
@@ -32,20 +34,32 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from seqx.data.manifest import CLIPPED_SUFFIX, read_manifest  # noqa: E402
+from seqx.data.manifest import CLIPPED_SUFFIX, TIGHT_SUFFIX, read_manifest  # noqa: E402
 from seqx.data.noise import NOISE_KINDS, make_noise  # noqa: E402
-from seqx.data.synth import clip_start, speech_span  # noqa: E402
+from seqx.data.synth import clip_start, plan_corpus  # noqa: E402
+from seqx.data.voices import all_voices, distinct_voices  # noqa: E402
 from seqx.decode.transcribe import transcribe_files  # noqa: E402
 from seqx.model.bundle import load_bundle  # noqa: E402
-from seqx.recipe import DEFAULT_RECIPE, load_recipe  # noqa: E402
+from seqx.recipe import DEFAULT_RECIPE, Recipe, load_recipe  # noqa: E402
 from seqx.tokenize.text import normalize_text  # noqa: E402
 
 
-TRIM_MARGIN_S = 0.02  # what a tight cut leaves before the first loud frame
+def lead_in_seconds(recipe: Recipe, utts: list) -> dict[str, float]:
+    """Each test command's synthetic lead-in, from the corpus plan (planned as `seqx data` does)."""
+    if recipe.data.source != "synth":
+        raise SystemExit(f"{recipe.data_dir}: not a synthetic corpus; the lead-ins are unknown")
+    voices, _ = distinct_voices(all_voices(recipe.data.synth), 2)
+    plans = {p.id: p for p in plan_corpus(recipe.data, voices)[0]}
+    for utt in utts:
+        if utt.id not in plans or plans[utt.id].text != utt.text:
+            raise SystemExit(f"{utt.id}: the recipe plans another corpus; pass the model's --set overrides")
+    return {utt.id: plans[utt.id].lead_s for utt in utts}
 
 
-def make_inputs(utts: list, folder: Path, seed: int = 7) -> tuple[list[str], list[str], list[str]]:
-    """Clipped copies of the commands, tightly trimmed ones and the pop files, written under `folder`."""
+def make_inputs(
+    utts: list, folder: Path, lead_in: dict[str, float], seed: int = 7
+) -> tuple[list[str], list[str], list[str]]:
+    """Clipped copies of the commands, ones without their lead-in and the pop files, under `folder`."""
     rng = np.random.default_rng(seed)
     clipped, trimmed = [], []
     for utt in utts:
@@ -54,7 +68,7 @@ def make_inputs(utts: list, folder: Path, seed: int = 7) -> tuple[list[str], lis
         sf.write(path, clip_start(audio, rate, float(rng.uniform(0.25, 0.6))), rate)
         clipped.append(str(path))
         path = folder / f"trimmed-{Path(utt.audio).name}"
-        sf.write(path, audio[max(0, speech_span(audio, rate)[0] - int(TRIM_MARGIN_S * rate)) :], rate)
+        sf.write(path, audio[int(lead_in[utt.id] * rate) :], rate)  # the synth's lead is int(lead_s * rate) zeros
         trimmed.append(str(path))
     pops = []
     for i in range(6):
@@ -82,11 +96,12 @@ def main() -> None:
 
     recipe = load_recipe(args.recipe, args.set)
     bundle = load_bundle(args.model or recipe.bundle_dir)
-    utts = [u for u in read_manifest(recipe.data_dir / "test.jsonl") if u.text and not u.id.endswith(CLIPPED_SUFFIX)]
+    copies = (CLIPPED_SUFFIX, TIGHT_SUFFIX)  # the corpus's own copies of commands: the bench makes its own
+    utts = [u for u in read_manifest(recipe.data_dir / "test.jsonl") if u.text and not u.id.endswith(copies)]
     refs = [normalize_text(u.text, bundle.tokenizer.settings) for u in utts]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        clipped, trimmed, pops = make_inputs(utts, Path(tmp))
+        clipped, trimmed, pops = make_inputs(utts, Path(tmp), lead_in_seconds(recipe, utts))
         for gap in args.gaps:
             settings = bundle.decode.model_copy(update={"max_ctc_gap": gap})
             whole = transcribe_files(bundle, [u.audio for u in utts], settings)

@@ -161,21 +161,27 @@ def test_cache_is_a_no_op_and_settings_changes_redo(tmp_path: Path) -> None:
 def test_clipped_start_commands_lose_their_start_and_their_transcript() -> None:
     """`clipped_share`: copies of commands, cut off at the start, are planned on top of the corpus
     with an empty transcript, and rendered (real espeak-ng speech) without the first part of what
-    they say and with no lead-in: the recording begins mid-speech."""
+    they say and with no lead-in: the recording begins mid-speech. Each comes with a whole copy
+    that has no lead-in either, so "no lead-in" alone does not mean "clipped"."""
     recipe = REPO / "recipes/commands.yaml"
     base, _ = plan_corpus(load_recipe(recipe, ["data.size=2000"]).data)
     plans, _ = plan_corpus(load_recipe(recipe, ["data.size=2000", "data.synth.clipped_share=0.2"]).data)
-    clipped = [p for p in plans if p.clip_start]
-    assert [p for p in plans if not p.clip_start] == base  # every other utterance as it was
-    assert not any(p.clip_start or p.spoken or p.id.endswith("-clipped") for p in base)
+    copies = [p for p in plans if p.id.endswith(("-clipped", "-tight"))]
+    assert [p for p in plans if p not in copies] == base  # every other utterance as it was
+    assert not any(p.clip_start or p.spoken for p in base)
     by_id = {p.id: p for p in base}
     for split in ("train", "valid", "test"):
         commands = sum(1 for p in base if p.split == split and p.text)
-        assert sum(1 for p in clipped if p.split == split) == round(0.2 * commands)
-    for p in clipped:
-        source = by_id[p.id.removesuffix("-clipped")]
-        assert p.text == "" and p.spoken == source.text and p.voice == source.voice and p.split == source.split
-        assert p.lead_s == 0.0 and 0.25 <= p.clip_start <= 0.6 and p.seed != source.seed
+        assert sum(1 for p in copies if p.split == split) == 2 * round(0.2 * commands)
+    clipped = [p for p in copies if p.id.endswith("-clipped")]
+    for p in copies:
+        source = by_id[p.id.removesuffix("-clipped").removesuffix("-tight")]
+        assert p.voice == source.voice and p.split == source.split and p.seed != source.seed and p.lead_s == 0.0
+        if p in clipped:
+            assert p.text == "" and p.spoken == source.text and 0.25 <= p.clip_start <= 0.6
+            assert by_id.get(source.id) and any(q.id == source.id + "-tight" for q in copies)
+        else:
+            assert p.text == source.text and not p.spoken and not p.clip_start
     assert len({p.id for p in plans}) == len(plans)
 
     plan = replace(clipped[0], snr_db=None)  # no noise: the speech alone decides the lengths

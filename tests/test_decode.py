@@ -7,6 +7,7 @@ includes noise-only utterances with empty transcripts, as the default recipe's d
 from __future__ import annotations
 
 import importlib
+from dataclasses import replace
 import json
 import subprocess
 import sys
@@ -18,7 +19,7 @@ import soundfile as sf
 import torch
 from typer.testing import CliRunner
 
-from seqx.data.manifest import read_manifest
+from seqx.data.manifest import read_manifest, write_manifest
 from seqx.data.noise import NOISE_KINDS, make_noise
 from seqx.data.synth import speech_span
 from seqx.decode.evaluate import evaluate
@@ -158,6 +159,20 @@ def test_clipped_starts_are_not_passed_off_as_commands(trained: tuple[Recipe, Bu
     assert all(r.ctc_gap <= bundle.decode.max_ctc_gap for r in said)  # type: ignore[operator]
     silent = sum(r.no_speech for r in guarded)
     assert silent >= len(paths) // 2 and silent > sum(r.no_speech for r in unguarded)  # 10 and 0 when written
+
+
+def test_evaluate_scores_the_corpus_copies_as_their_own_subsets(trained: tuple[Recipe, Bundle]) -> None:
+    """Ids ending in -tight (a whole command, no lead-in) and -clipped (a start cut off) are
+    scored as "no lead-in" and "clipped start", not mixed into the commands or no-speech rows."""
+    recipe, bundle = trained
+    utts = [u for u in _train_utts(recipe) if u.text][:6]
+    copies = [replace(u, id=u.id + "-tight") for u in utts[:4]]
+    copies += [replace(u, id=u.id + "-clipped", text="") for u in utts[4:]]
+    write_manifest(recipe.data_dir / "copies.jsonl", copies)
+    report = evaluate(recipe, bundle, bundle.decode, split="copies")
+    assert report.subsets["no lead-in"].utterances == 4 and report.subsets["clipped start"].utterances == 2
+    assert not {"seen commands", "held-out commands", "no speech"} & set(report.subsets)
+    assert report.overall.utterances == 6
 
 
 def test_evaluate_scores_and_writes_reports(trained: tuple[Recipe, Bundle]) -> None:

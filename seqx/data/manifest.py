@@ -15,6 +15,7 @@ from pathlib import Path
 from seqx.errors import SeqxError
 
 CLIPPED_SUFFIX = "-clipped"  # id (and file name) ending of a synthetic command whose start is cut off
+TIGHT_SUFFIX = "-tight"  # ... of a synthetic command, whole, whose recording starts with the voice (no lead-in)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ import soundfile as sf
 import soxr
 
 from seqx.data.grammar import expand_grammar
-from seqx.data.manifest import CLIPPED_SUFFIX, Utterance
+from seqx.data.manifest import CLIPPED_SUFFIX, TIGHT_SUFFIX, Utterance
 from seqx.data.noise import NOISE_KINDS, draw_noise, mix_at_snr
 from seqx.data.voices import all_voices, distinct_voices, split_voices, voice_name
 from seqx.errors import SeqxError
@@ -33,6 +33,7 @@ from seqx.report import Reporter
 SPLITS = ("train", "valid", "test")
 HELDOUT_SHARE_IN_EVAL = 0.3  # of valid/test utterances that say a command never heard in training
 CLIPPED_SEED_OFFSET = 5_000_000  # a clipped copy's noise seed: apart from every split's utterance seeds
+TIGHT_SEED_OFFSET = 6_000_000  # ... and a tight copy's
 
 
 @dataclass(frozen=True)
@@ -89,13 +90,18 @@ def plan_corpus(settings: DataSettings, voices: list[Voice] | None = None) -> tu
 
 
 def _clipped_copies(plans: list[Plan], split_index: int, settings: DataSettings) -> list[Plan]:
-    """`clipped_share` of a split's commands once more, with the start of the speech cut off.
+    """`clipped_share` of a split's commands twice more: cut off at the start, and whole but tight.
+
+    A clipped copy keeps its command's voice and delivery, loses the start of its speech and
+    its transcript, and gets no lead-in: the recording begins mid-speech, which is what a late
+    start is. A tight copy is the same command whole, also with no lead-in, transcript kept.
+    Without the tight copies "no lead-in" alone would tell a clipped start, and the model
+    learns to silence every file cut tight to the first word; with them it must hear that the
+    start of the command is missing.
 
     They come on top of the split's plans, from their own generator, so turning them on leaves
     every other utterance of the corpus as it was: a model trained with them can be compared
-    with one trained without on the very same commands. A copy keeps its command's voice and
-    delivery but gets no lead-in and its own noise: the recording begins mid-speech, which is
-    what a late start is.
+    with one trained without on the very same commands.
     """
     share = settings.synth.clipped_share
     commands = [p for p in plans if p.text]
@@ -107,17 +113,18 @@ def _clipped_copies(plans: list[Plan], split_index: int, settings: DataSettings)
     copies = []
     for k in picked:
         source = commands[k]
-        copies.append(
-            replace(
-                source,
-                id=source.id + CLIPPED_SUFFIX,
-                text="",
-                spoken=source.text,
-                clip_start=float(rng.uniform(*settings.synth.clipped_cut)),
-                lead_s=0.0,
-                seed=(source.seed[0], source.seed[1] + CLIPPED_SEED_OFFSET),
-            )
+        number = source.seed[1]
+        clipped = replace(
+            source,
+            id=source.id + CLIPPED_SUFFIX,
+            text="",
+            spoken=source.text,
+            clip_start=float(rng.uniform(*settings.synth.clipped_cut)),
+            lead_s=0.0,
+            seed=(source.seed[0], number + CLIPPED_SEED_OFFSET),
         )
+        tight = replace(source, id=source.id + TIGHT_SUFFIX, lead_s=0.0, seed=(source.seed[0], number + TIGHT_SEED_OFFSET))
+        copies += [clipped, tight]
     return copies
 
 

@@ -15,7 +15,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from seqx.data.manifest import CLIPPED_SUFFIX, read_manifest
+from seqx.data.manifest import CLIPPED_SUFFIX, TIGHT_SUFFIX, read_manifest
 from seqx.decode.metrics import Scores, UtteranceErrors, pool, utterance_errors
 from seqx.decode.transcribe import Result, resolve_precision, transcribe_files
 from seqx.errors import SeqxError
@@ -30,7 +30,7 @@ from seqx.tokenize.text import normalize_text
 class EvalReport:
     split: str
     overall: Scores
-    subsets: dict[str, Scores]  # "seen commands", "held-out commands", "no speech", "clipped start"
+    subsets: dict[str, Scores]  # "seen commands", "held-out commands", "no speech", "clipped start", "no lead-in"
     audio_seconds: float
     decode_seconds: float
     failed: int
@@ -69,6 +69,8 @@ def evaluate(
     for utt, ref, err in zip(utts, references, errors):
         if utt.id.endswith(CLIPPED_SUFFIX):  # a command cut off at the start: right answer, nothing
             subsets.setdefault("clipped start", []).append(err)
+        elif utt.id.endswith(TIGHT_SUFFIX):  # a whole command whose file starts with the voice
+            subsets.setdefault("no lead-in", []).append(err)
         elif not ref:
             subsets.setdefault("no speech", []).append(err)
         elif heldout:
