@@ -36,8 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from seqx.data.manifest import CLIPPED_SUFFIX, TIGHT_SUFFIX, read_manifest  # noqa: E402
 from seqx.data.noise import NOISE_KINDS, make_noise  # noqa: E402
-from seqx.data.synth import clip_start, plan_corpus  # noqa: E402
-from seqx.data.voices import all_voices, distinct_voices  # noqa: E402
+from seqx.data.synth import clip_start, corpus_plans  # noqa: E402
 from seqx.decode.transcribe import transcribe_files  # noqa: E402
 from seqx.model.bundle import load_bundle  # noqa: E402
 from seqx.recipe import DEFAULT_RECIPE, Recipe, load_recipe  # noqa: E402
@@ -48,8 +47,7 @@ def lead_in_seconds(recipe: Recipe, utts: list) -> dict[str, float]:
     """Each test command's synthetic lead-in, from the corpus plan (planned as `seqx data` does)."""
     if recipe.data.source != "synth":
         raise SystemExit(f"{recipe.data_dir}: not a synthetic corpus; the lead-ins are unknown")
-    voices, _ = distinct_voices(all_voices(recipe.data.synth), 2)
-    plans = {p.id: p for p in plan_corpus(recipe.data, voices)[0]}
+    plans = {p.id: p for p in corpus_plans(recipe.data, workers=2)[0]}
     for utt in utts:
         if utt.id not in plans or plans[utt.id].text != utt.text:
             raise SystemExit(f"{utt.id}: the recipe plans another corpus; pass the model's --set overrides")
@@ -125,12 +123,18 @@ def main() -> None:
         print(json.dumps({"model": str(args.model or recipe.bundle_dir), "rows": rows}, indent=1))
         return
     print(f"{len(utts)} test commands, as many clipped starts and tight trims, {rows[0]['pops']} pops")
-    head = ("max_ctc_gap", "correct", "cmds->nothing", "clipped->nothing", "trimmed correct", "trimmed->nothing")
-    print(" ".join(f"{h:>{max(11, len(h))}s}" for h in head), f"{'pops->nothing':>13s}")
+    columns = {  # heading: row key
+        "max_ctc_gap": "max_ctc_gap",
+        "correct": "correct",
+        "cmds->nothing": "commands_said_nothing",
+        "clipped->nothing": "clipped_said_nothing",
+        "trimmed correct": "trimmed_correct",
+        "trimmed->nothing": "trimmed_said_nothing",
+    }
+    print(" ".join(f"{h:>{max(11, len(h))}s}" for h in columns), f"{'pops->nothing':>13s}")
     for r in rows:
-        cells = ("max_ctc_gap", "correct", "commands_said_nothing", "clipped_said_nothing", "trimmed_correct",
-                 "trimmed_said_nothing")
-        print(" ".join(f"{r[c]:>{max(11, len(h))}g}" for c, h in zip(cells, head)), f"{r['pops_said_nothing']:10d}/{r['pops']}")
+        cells = " ".join(f"{r[key]:>{max(11, len(h))}g}" for h, key in columns.items())
+        print(cells, f"{r['pops_said_nothing']:10d}/{r['pops']}")
 
 
 if __name__ == "__main__":

@@ -67,8 +67,9 @@ class SynthSettings(_Section):
     trail_s: tuple[Annotated[float, Field(ge=0.0, le=5.0)], Annotated[float, Field(ge=0.0, le=5.0)]] = (0.05, 0.4)
     noise_share: float = Field(0.9, ge=0.0, le=1.0)  # share of utterances that get noise at all
     empty_share: float = Field(0.03, ge=0.0, le=0.5)  # noise/silence-only utterances, empty transcript
-    # commands whose start is cut off (recording began late), transcript empty: a command the
-    # user did not finish saying is not a command. 0 = none (and the corpus of a seed as before)
+    # this share of the commands again with the start cut off (recording began late), transcript
+    # empty: a command the user did not finish saying is not a command; each with a whole twin
+    # that has no lead-in either. On top of the corpus: 0 = none, and the rest is the same either way
     clipped_share: float = Field(0.0, ge=0.0, le=0.5)
     clipped_cut: tuple[Annotated[float, Field(gt=0.0, lt=1.0)], Annotated[float, Field(gt=0.0, lt=1.0)]] = (
         0.25,

@@ -83,13 +83,14 @@ def plan_corpus(settings: DataSettings, voices: list[Voice] | None = None) -> tu
         split_rng = np.random.default_rng([settings.seed, 2, split_index])
         pick_voice = _voice_picker(by_split[split], synth.engine_weights)
         split_plans = [
-            _plan_one(split, i, split_index, split_rng, pick_voice, seen, heldout, settings) for i in range(sizes[split])
+            _plan_one(split, i, split_index, split_rng, pick_voice, seen, heldout, settings)
+            for i in range(sizes[split])
         ]
-        plans += split_plans + _clipped_copies(split_plans, split_index, settings)
+        plans += split_plans + _clipped_and_tight_copies(split_plans, split_index, settings)
     return plans, heldout
 
 
-def _clipped_copies(plans: list[Plan], split_index: int, settings: DataSettings) -> list[Plan]:
+def _clipped_and_tight_copies(plans: list[Plan], split_index: int, settings: DataSettings) -> list[Plan]:
     """`clipped_share` of a split's commands twice more: cut off at the start, and whole but tight.
 
     A clipped copy keeps its command's voice and delivery, loses the start of its speech and
@@ -123,7 +124,9 @@ def _clipped_copies(plans: list[Plan], split_index: int, settings: DataSettings)
             lead_s=0.0,
             seed=(source.seed[0], number + CLIPPED_SEED_OFFSET),
         )
-        tight = replace(source, id=source.id + TIGHT_SUFFIX, lead_s=0.0, seed=(source.seed[0], number + TIGHT_SEED_OFFSET))
+        tight = replace(
+            source, id=source.id + TIGHT_SUFFIX, lead_s=0.0, seed=(source.seed[0], number + TIGHT_SEED_OFFSET)
+        )
         copies += [clipped, tight]
     return copies
 
@@ -270,19 +273,31 @@ def check_engines(voices: list[Voice]) -> None:
             raise SeqxError(f"{engine}: does not run ({reason[0] if reason else f'exit {result.returncode}'})")
 
 
+def corpus_plans(
+    settings: DataSettings, workers: int
+) -> tuple[list[Plan], list[str], list[Voice], list[tuple[str, str]]]:
+    """The plans `synthesize` renders, the held-out commands, the voices kept and those left out (with why).
+
+    The engines are probed here, since which voices sound alike decides the speaker split;
+    a benchmark that needs to know how an utterance was made asks this instead of re-planning.
+    """
+    voices = all_voices(settings.synth)
+    check_engines(voices)
+    voices, dropped = distinct_voices(voices, workers)
+    plans, heldout = plan_corpus(settings, voices)
+    return plans, heldout, voices, dropped
+
+
 def synthesize(
     settings: DataSettings, out_dir: Path, reporter: Reporter
 ) -> tuple[dict[str, list[Utterance]], list[str], list[tuple[str, str]]]:
     """Render the planned corpus under out_dir/audio/SPLIT/; returns manifests, held-out commands, skipped."""
-    voices = all_voices(settings.synth)
-    check_engines(voices)
     workers = settings.workers or os.cpu_count() or 1
-    voices, dropped = distinct_voices(voices, workers)
+    plans, heldout, voices, dropped = corpus_plans(settings, workers)
     if dropped:
         shown = "; ".join(f"{name} {why}" for name, why in dropped[:3])
         more = f"; and {len(dropped) - 3} more" if len(dropped) > 3 else ""
         reporter.info(f"data.synth: {len(voices)} distinct voices; left out {len(dropped)}: {shown}{more}")
-    plans, heldout = plan_corpus(settings, voices)
     shutil.rmtree(out_dir / "audio", ignore_errors=True)  # a smaller corpus must not leave the old one's files
     for split in SPLITS:
         (out_dir / "audio" / split).mkdir(parents=True, exist_ok=True)
