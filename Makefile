@@ -1,5 +1,5 @@
 # make demo: corpus -> features -> tokenizer -> model -> a transcription and the test WER.
-# make test: the test suite. Both install what is missing first (espeak-ng, flite, a .venv).
+# make test: the test suite. Both install what is missing first (Debian packages, a .venv).
 PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
@@ -11,9 +11,16 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 setup: system-deps $(VENV)/.installed
 
+# Debian packages: the TTS engines that make the corpus (espeak-ng, flite, festival voices), the real
+# human recordings bench/human.py checks on (pocketsphinx-testdata, alsa-utils) and PortAudio for
+# `seqx listen`. Installed once; the check is one file per package.
+APT_PKGS = espeak-ng flite festival festvox-kallpc16k festvox-us-slt-hts pocketsphinx-testdata alsa-utils libportaudio2
+APT_MARK = /usr/bin/espeak-ng /usr/bin/flite /usr/bin/text2wave /usr/share/pocketsphinx/test/data/cards/cards.gram \
+           /usr/share/sounds/alsa/Front_Left.wav
 system-deps:
-	@command -v espeak-ng >/dev/null && command -v flite >/dev/null || \
-	  ( $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq espeak-ng flite >/dev/null )
+	@for f in $(APT_MARK); do [ -e $$f ] || missing=1; done; \
+	  ldconfig -p | grep -q libportaudio.so || missing=1; \
+	  [ -z "$$missing" ] || ( $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(APT_PKGS) >/dev/null )
 
 $(VENV)/.installed: pyproject.toml
 	[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
