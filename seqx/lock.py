@@ -1,0 +1,97 @@
+"""One lock per experiment folder, so two runs of one recipe never write the same files.
+
+Two `seqx train` (or `make demo`) of the same recipe at once would both write
+`exp/NAME/checkpoints` and the bundle. The lock is an OS file lock (`filelock`,
+flock on Linux): the kernel drops it when its holder dies, even by `kill -9`,
+so a lock can never be left behind by a crash. Beside it a small JSON file names
+the holder (PID, command, start time), which is what the refused run prints; a
+holder file whose PID is gone is a run that was killed, and the next run takes
+over with a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from seqx.errors import SeqxError
+
+LOCK_NAME = ".seqx.lock"
+HOLDER_NAME = ".seqx.lock.json"
+
+_held: dict[Path, int] = {}  # folder -> nesting depth of the locks this process holds
+
+
+class LockedError(SeqxError):
+    """Another live seqx process holds the experiment folder."""
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by someone else
+        return True
+    return True
+
+
+def _read_holder(folder: Path) -> dict[str, object]:
+    try:
+        return json.loads((folder / HOLDER_NAME).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _describe(holder: dict[str, object]) -> str:
+    if not holder:
+        return "another process"
+    started = holder.get("started")
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(started))) if started else "?"
+    return f"PID {holder.get('pid')} ({holder.get('command', 'seqx')}), started {when}"
+
+
+@contextmanager
+def experiment_lock(folder: Path, warn: list[str] | None = None) -> Iterator[None]:
+    """Hold `folder`'s lock for the duration; raise LockedError at once when a live run holds it.
+
+    `warn` collects the one-line notice of a stale holder taken over (the library never prints).
+    Re-entrant within a process: a stage that runs earlier stages takes the lock once.
+    """
+    folder = folder.resolve()
+    if folder in _held:  # flock is per open file: a second FileLock here would refuse ourselves
+        _held[folder] += 1
+        try:
+            yield
+        finally:
+            _held[folder] -= 1
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(folder / LOCK_NAME), timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise LockedError(f"{folder}: in use by {_describe(_read_holder(folder))}; wait for it or stop it") from None
+    try:
+        previous = _read_holder(folder)
+        pid = previous.get("pid")
+        if isinstance(pid, int) and pid != os.getpid() and warn is not None:
+            state = "was killed" if not _pid_alive(pid) else "exited without unlocking"
+            warn.append(f"{folder}: took over the lock of PID {pid}, which {state}")
+        holder = {"pid": os.getpid(), "command": " ".join(Path(a).name for a in sys.argv[:2]), "started": time.time()}
+        (folder / HOLDER_NAME).write_text(json.dumps(holder))
+        _held[folder] = 1
+        yield
+    finally:
+        _held.pop(folder, None)
+        try:
+            (folder / HOLDER_NAME).unlink(missing_ok=True)
+        finally:
+            lock.release()
