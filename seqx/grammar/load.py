@@ -185,3 +185,21 @@ def _at(source: str, needle: str) -> str:
     except OSError:
         pass
     return source
+
+
+def open_grammar(path: str | Path, overrides: list[str] | None = None) -> Grammar:
+    """What `seqx grammar PATH` shows: a grammar file, or the grammar of a recipe (.yaml without `intents`)."""
+    path = Path(path)
+    if path.suffix.lower() in (".yaml", ".yml") and path.is_file():
+        try:
+            raw = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError:
+            raw = {}
+        if isinstance(raw, dict) and "intents" not in raw and "grammar" not in raw:
+            from seqx.recipe import load_recipe
+
+            grammar = load_grammar(load_recipe(path, overrides), path)
+            if grammar is None:
+                raise GrammarError(f"{path}: the recipe has no grammar (data.synth.grammar)")
+            return grammar
+    return grammar_from_file(path)
