@@ -378,6 +378,7 @@ def load_recipe(path: str | Path = DEFAULT_RECIPE, overrides: list[str] | None =
             value = yaml.safe_load(text)
         except yaml.YAMLError:
             value = text
+        _drop_other_grammar_form(raw, key.strip())
         _set_dotted(raw, key.strip(), value, origin=f"--set {key.strip()}")
         # what the user typed wins over what a device profile would set
         for profile in (raw.get("device_profiles") or {}).values():
@@ -386,6 +387,19 @@ def load_recipe(path: str | Path = DEFAULT_RECIPE, overrides: list[str] | None =
     recipe = _validate(raw, source=str(path))
     _check_grammar(recipe, path)
     return recipe
+
+
+def _drop_other_grammar_form(raw: dict[str, Any], key: str) -> None:
+    """`--set data.synth.templates=...` on a recipe with a `grammar:` (or the reverse) replaces it:
+    the grammar typed on the command line is the one meant, not a clash of the two forms."""
+    synth = ((raw.get("data") or {}).get("synth") or {}) if isinstance(raw.get("data"), dict) else {}
+    if not isinstance(synth, dict):
+        return
+    if key in ("data.synth.templates", "data.synth.slots"):
+        synth.pop("grammar", None)
+    elif key.startswith("data.synth.grammar"):
+        synth.pop("templates", None)
+        synth.pop("slots", None)
 
 
 def _check_grammar(recipe: Recipe, path: Path) -> None:

@@ -168,7 +168,9 @@ def _resolve(rules: dict[str, _Rule], source: str, name: str) -> Grammar:
     def expand(node: object, stack: tuple[str, ...]) -> Expr:
         if isinstance(node, _Ref):
             if node.name not in rules:
-                raise GrammarError(f"{source}:{node.line}: rule <{stack[-1]}> uses <{node.name}>, which is never defined")
+                raise GrammarError(
+                    f"{source}:{node.line}: rule <{stack[-1]}> uses <{node.name}>, which is never defined"
+                )
             if node.name in stack:
                 cycle = " -> ".join(f"<{r}>" for r in (*stack[stack.index(node.name):], node.name))
                 raise GrammarError(f"{source}:{node.line}: rule <{node.name}> is recursive ({cycle})")

@@ -9,8 +9,9 @@ sentence against the templates.
 ...                   {"room": ["kitchen", "living room"]})
 >>> g.count()
 8
->>> g.parse("turn off living room lights")
-Parse(intent='lights', slots={'room': 'living room'}, text='turn off living room lights', template='turn (on | off) [the] {room} lights')
+>>> parse = g.parse("turn off living room lights")
+>>> parse.intent, parse.slots
+('lights', {'room': 'living room'})
 """
 
 from __future__ import annotations
@@ -84,7 +85,9 @@ class Grammar:
 
     @classmethod
     def build(
-        cls, intents: Mapping[str, Sequence[str]], slots: Mapping[str, Sequence[str | tuple[str, Output]]] | None = None,
+        cls,
+        intents: Mapping[str, Sequence[str]],
+        slots: Mapping[str, Sequence[str | tuple[str, Output]]] | None = None,
         name: str = "grammar",
     ) -> Grammar:
         """A grammar from plain Python: {intent: [template, ...]}, {slot: [words | (words, output), ...]}."""
