@@ -14,7 +14,8 @@ from seqx.grammar.syntax import parse_template, slot_refs
 
 
 def phrases_to_grammar(text: str, source: str = "<phrases>", intent: str | None = None) -> Grammar:
-    intent = intent or (Path(source).stem if source.startswith("<") is False else "phrase")
+    name = "phrases" if source.startswith("<") else Path(source).stem
+    intent = intent or name
     templates = []
     for number, line in enumerate(text.splitlines(), 1):
         phrase = line.split("#", 1)[0].strip()
@@ -26,4 +27,4 @@ def phrases_to_grammar(text: str, source: str = "<phrases>", intent: str | None 
         templates.append(Template(intent, phrase, expr))
     if not templates:
         raise GrammarError(f"{source}: no phrases (one command a line)")
-    return Grammar(Path(source).stem if not source.startswith("<") else "phrases", templates, {})
+    return Grammar(name, templates, {})
