@@ -384,9 +384,25 @@ def load_recipe(path: str | Path = DEFAULT_RECIPE, overrides: list[str] | None =
         for profile in (raw.get("device_profiles") or {}).values():
             if isinstance(profile, dict):
                 profile.pop(key.strip(), None)
+    _grammar_file_beside(raw, path)
     recipe = _validate(raw, source=str(path))
     _check_grammar(recipe, path)
     return recipe
+
+
+def _grammar_file_beside(raw: dict[str, Any], path: Path) -> None:
+    """`grammar: FILE` names a file as given, or else one beside the recipe: then the recipe
+    holds that path, so every stage (and its cache key) finds the same file from any directory."""
+    synth = (raw.get("data") or {}).get("synth") if isinstance(raw.get("data"), dict) else None
+    if not isinstance(synth, dict):
+        return
+    grammar = synth.get("grammar")
+    file = grammar if isinstance(grammar, str) else grammar.get("file") if isinstance(grammar, dict) else None
+    if not isinstance(file, str) or Path(file).is_absolute() or Path(file).exists():
+        return
+    beside = path.parent / file
+    if beside.exists():
+        synth["grammar"] = {**grammar, "file": str(beside)} if isinstance(grammar, dict) else str(beside)
 
 
 def _drop_other_grammar_form(raw: dict[str, Any], key: str) -> None:

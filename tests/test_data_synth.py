@@ -230,3 +230,17 @@ def test_lead_and_trail_ranges_set_the_padding_and_nothing_else() -> None:
         load_recipe(recipe, ["data.synth.lead_s=[0.3, 0.1]"])
     with pytest.raises(RecipeError, match=r"data\.synth\.trail_s\.1: .*less than or equal to 5"):
         load_recipe(recipe, ["data.synth.trail_s=[0.1, 9]"])
+
+
+def test_a_grammar_file_is_part_of_the_cache_key(tmp_path: Path) -> None:
+    """`grammar: FILE`: editing the file redoes the corpus, as a changed setting would."""
+    grammar = tmp_path / "g.txt"
+    grammar.write_text("lights on\nlights off\n(open | close) the door\n")
+    recipe = _recipe(
+        tmp_path, "data.size=12", f"data.synth.grammar={grammar}", "data.synth.heldout_command_share=0"
+    )
+    assert not run_data_stage(recipe).fresh and run_data_stage(recipe).fresh
+    said = {u.text for s in _splits(recipe).values() for u in s} - {""}
+    assert said <= {"lights on", "lights off", "open the door", "close the door"}
+    grammar.write_text("lights on\nlights off\n")
+    assert not run_data_stage(recipe).fresh

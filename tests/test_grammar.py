@@ -16,6 +16,7 @@ import pytest
 from conftest import REPO, enumerate_sentences
 from typer.testing import CliRunner
 
+from seqx.data.synth import corpus_grammar
 from seqx.grammar import Grammar, GrammarError, grammar_from_dict, grammar_from_file, is_heldout, load_grammar
 from seqx.grammar.heldout import draw, heldout_score
 from seqx.grammar.jsgf import grammar_to_jsgf, jsgf_to_grammar
@@ -279,7 +280,9 @@ def test_recipe_grammar_file_shorthand(tmp_path: Path) -> None:
     (tmp_path / "g.txt").write_text("lights on\nlights off\n")
     path = tmp_path / "r.yaml"
     path.write_text("data:\n  synth:\n    grammar: g.txt\n")  # beside the recipe
-    assert load_grammar(load_recipe(path), path).count() == 2
+    recipe = load_recipe(path)
+    assert recipe.data.synth.grammar.file == str(tmp_path / "g.txt")  # every stage finds it, from anywhere
+    assert load_grammar(recipe).count() == 2 and corpus_grammar(recipe.data).count() == 2
     path.write_text("data:\n  synth:\n    grammar: g.txt\n    templates: [stop]\n")
     with pytest.raises(RecipeError, match="not both"):
         load_recipe(path)
