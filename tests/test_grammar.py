@@ -308,3 +308,14 @@ def test_cli_show_and_sample_json() -> None:
     assert len(report["samples"]) == 3 and all(s["intent"] for s in report["samples"])
     result = CliRunner().invoke(_app(), ["grammar", str(CARDS), "--sample", "2"])
     assert result.exit_code == 0 and "cards" in result.stdout
+
+
+def test_unquoted_on_off_is_named_and_colons_survive_storage(tmp_path: Path) -> None:
+    path = tmp_path / "r.yaml"
+    path.write_text("data:\n  synth:\n    grammar:\n      intents:\n        go: ['turn {state}']\n"
+                    "      slots:\n        state: [on, off]\n")
+    with pytest.raises(GrammarError, match=r":7: slot state: value true is a YAML boolean"):
+        load_recipe(path)
+    grammar = Grammar.build({"t": ["at {time}"]}, {"time": [("ten thirty", "10:30"), ("12:00", "12:00")]})
+    again = Grammar.from_dict(json.loads(json.dumps(grammar.to_dict())))
+    assert again.parse("at 12:00").slots == {"time": "12:00"} and again.parse("at ten thirty").slots == {"time": "10:30"}

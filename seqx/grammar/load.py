@@ -149,6 +149,9 @@ def grammar_path(file: str, recipe_path: str | Path | None = None) -> Path:
 def _value(raw: Any, source: str, slot: str) -> SlotValue:
     """"words", "words:output" (output read as YAML: 21 is a number), {words: output}, or a number."""
     output: Output
+    if isinstance(raw, bool):
+        raise GrammarError(f"{_at(source, slot + ':')}: slot {slot}: value {str(raw).lower()} is a YAML boolean "
+                           f"(on, off, yes and no unquoted): quote it, \"on\"")
     if isinstance(raw, Mapping):
         if len(raw) != 1:
             raise GrammarError(f"{_at(source, slot + ':')}: slot {slot}: a value is {{words: output}}, got {dict(raw)}")

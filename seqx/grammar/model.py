@@ -238,8 +238,7 @@ class Grammar:
         for t in self.templates:
             intents.setdefault(t.intent, []).append(t.text if t.weight == 1.0 else {t.text: t.weight})
         slots = {
-            name: [" ".join(v.words) if v.output == " ".join(v.words) else {" ".join(v.words): v.output}
-                   for v in slot.values]
+            name: [_plain_value(v) for v in slot.values]
             for name, slot in self.slots.items()
         }
         return {"name": self.name, "intents": intents, "slots": slots}
@@ -252,6 +251,12 @@ class Grammar:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict())
+
+
+def _plain_value(value: SlotValue) -> str | dict[str, Output]:
+    """How to_dict writes a value: its words, or {words: output} (also when the words hold a ':')."""
+    words = " ".join(value.words)
+    return words if value.output == words and ":" not in words else {words: value.output}
 
 
 def _slot_key(slots: dict[str, Output], name: str) -> str:
