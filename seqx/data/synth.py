@@ -85,7 +85,6 @@ def plan_corpus(
     """
     synth = settings.synth
     grammar = grammar or corpus_grammar(settings)
-    pick_text = _text_picker(grammar, synth.heldout_command_share, settings.seed)
     by_split = split_voices(synth, settings.seed, voices)
     n_test = max(1, round(settings.size * synth.test_share))
     n_valid = max(1, round(settings.size * synth.valid_share))
@@ -95,6 +94,7 @@ def plan_corpus(
     for split_index, split in enumerate(SPLITS):
         split_rng = np.random.default_rng([settings.seed, 2, split_index])
         pick_voice = _voice_picker(by_split[split], synth.engine_weights)
+        pick_text = _text_picker(grammar, synth.heldout_command_share, settings.seed, split_index)
         split_plans = []
         for i in range(sizes[split]):
             plan, is_heldout = _plan_one(split, i, split_index, split_rng, pick_voice, pick_text, settings)
@@ -105,10 +105,15 @@ def plan_corpus(
     return plans, sorted(heldout)
 
 
-def _text_picker(grammar: Grammar, share: float, seed: int) -> Callable[[np.random.Generator, bool], str | None]:
-    """Draws a command that is (True) or is not (False) held out; None when the grammar has none such."""
+def _text_picker(grammar: Grammar, share: float, seed: int, split_index: int) -> Callable[[bool], str | None]:
+    """Draws one split's commands, held out (True) or not (False); None when the grammar has none such.
 
-    def pick(rng: np.random.Generator, heldout: bool) -> str | None:
+    The sentences come from their own generator: a held-out command may take several draws,
+    and the voice, rate and noise of an utterance should not depend on how many.
+    """
+    rng = np.random.default_rng([seed, 4, split_index])
+
+    def pick(heldout: bool) -> str | None:
         parse = draw(grammar, rng, share, seed, heldout)
         return None if parse is None else parse.text
 
@@ -184,16 +189,16 @@ def _plan_one(
     split_index: int,
     rng: np.random.Generator,
     pick_voice: Callable[[np.random.Generator], Voice],
-    pick_text: Callable[[np.random.Generator, bool], str | None],
+    pick_text: Callable[[bool], str | None],
     settings: DataSettings,
 ) -> tuple[Plan, bool]:
     synth = settings.synth
     text, heldout = "", False
     if rng.random() >= synth.empty_share:
         if split != "train" and synth.heldout_command_share > 0 and rng.random() < HELDOUT_SHARE_IN_EVAL:
-            text, heldout = pick_text(rng, True) or "", True
+            text, heldout = pick_text(True) or "", True
         if not text:
-            text, heldout = pick_text(rng, False) or "", False
+            text, heldout = pick_text(False) or "", False
             if not text:
                 raise SeqxError("data.synth.heldout_command_share: every command drawn is held out; lower the share")
     plan = Plan(
