@@ -58,21 +58,7 @@ def test_automaton_accepts_exactly_the_grammars_token_sequences(grammar: Grammar
             dropped = ids[:k] + ids[k + 1 :]
             assert automaton.accepts(list(dropped)) == (dropped in encoded)
     # the number of accepted paths (a DP over the table) is the number of sentences
-    assert _count(automaton) == len(sentences) == grammar.count()
-
-
-def _count(automaton: TokenAutomaton) -> int:
-    table = automaton.next_state.clone()
-    table[:, automaton.eos_id] = -1
-    memo: dict[int, int] = {}
-
-    def paths(state: int) -> int:
-        if state not in memo:
-            targets = table[state][table[state] >= 0].tolist()
-            memo[state] = int(automaton.final[state]) + sum(paths(t) for t in targets)
-        return memo[state]
-
-    return paths(automaton.start)
+    assert automaton.count() == len(sentences) == grammar.count()
 
 
 def test_eos_only_in_final_states_and_specials_never(grammar: Grammar, tokenizer: Tokenizer) -> None:
@@ -88,10 +74,17 @@ def test_eos_only_in_final_states_and_specials_never(grammar: Grammar, tokenizer
     ids = tokenizer.encode("switch off the living room lights")
     assert automaton.accepts(ids) and automaton.accepts([*ids, eos])
     assert not automaton.accepts(ids[:-1]) and not automaton.accepts([*ids[:2], eos, *ids[2:]])
-    # one gather per step, batched: states (B,) and tokens (B,) -> next states
-    states = torch.zeros(2, dtype=torch.long)
-    tokens = torch.tensor([ids[0], tokenizer.bos_id])
-    assert automaton.next_state[states, tokens].tolist() == [automaton.step(0, ids[0]), -1]
+    # one gather per step, batched: states (B,) and tokens (B,) -> next states; -1 stays -1
+    states = torch.tensor([0, 0, -1])
+    tokens = torch.tensor([ids[0], tokenizer.bos_id, ids[0]])
+    assert automaton.advance(states, tokens).tolist() == [automaton.step(0, ids[0]), -1, -1]
+    mask = automaton.allowed(states)
+    assert mask.shape == (3, tokenizer.vocab_size) and mask[0, ids[0]] and not mask[0, eos] and not mask[2].any()
+    state = torch.zeros(1, dtype=torch.long)
+    for token in ids:  # walking a sentence: every token allowed, eos only at the end
+        assert automaton.allowed(state)[0, token] and not automaton.allowed(state)[0, eos]
+        state = automaton.advance(state, torch.tensor([token]))
+    assert automaton.allowed(state)[0, eos]
 
 
 def test_word_boundaries_follow_sentencepiece(grammar: Grammar, tokenizer: Tokenizer) -> None:
@@ -125,6 +118,7 @@ def test_commands_and_smarthome_compile_small(tmp_path: Path) -> None:
     tokenizer = train_tokenizer(texts, tmp_path, TokenizerSettings(vocab_size=256))
     automaton = compile_tokens(smarthome, tokenizer)
     assert automaton.num_states < 5000
+    assert automaton.count() == smarthome.count()  # one token path per sentence, all 1.7e8 of them
     for _ in range(200):
         assert automaton.accepts(tokenizer.encode(smarthome.sample(rng).text))
 

@@ -66,6 +66,27 @@ class TokenAutomaton:
     def step(self, state: int, token: int) -> int:
         return int(self.next_state[state, token])
 
+    def allowed(self, states: torch.Tensor) -> torch.Tensor:
+        """(B,) states -> (B, V) bool: which tokens may come next (eos in final states); none after -1."""
+        rows = self.next_state[states.clamp(min=0)]  # (B, V): one gather
+        return (rows >= 0) & (states >= 0).unsqueeze(-1)
+
+    def advance(self, states: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+        """(B,) states, (B,) tokens -> (B,) next states; -1 for a token not allowed (and after -1)."""
+        nxt = self.next_state[states.clamp(min=0), tokens]
+        return torch.where(states >= 0, nxt, torch.full_like(nxt, -1))
+
+    def count(self) -> int:
+        """Token sequences accepted (eos aside): equals the grammar's sentence count."""
+        table = self.next_state.clone()
+        table[:, self.eos_id] = -1
+        paths = [0] * self.num_states
+        order = _topological(table, self.start)
+        for state in reversed(order):
+            targets = table[state][table[state] >= 0].tolist()
+            paths[state] = int(self.final[state]) + sum(paths[t] for t in targets)
+        return paths[self.start]
+
     def accepts(self, ids: list[int]) -> bool:
         """True when `ids` (no bos; an eos allowed only as the last id) spell a sentence of the grammar."""
         ids = [int(i) for i in ids]
@@ -96,6 +117,14 @@ class TokenAutomaton:
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> TokenAutomaton:
         return _table(raw["num_states"], raw["vocab_size"], raw["eos_id"], raw["arcs"], raw["final"], raw["start"])
+
+
+def _topological(table: torch.Tensor, start: int) -> list[int]:
+    from seqx.grammar.fsa import DFA, topological_order
+
+    rows = table.tolist()
+    arcs = [{v: t for v, t in enumerate(row) if t >= 0} for row in rows]
+    return topological_order(DFA(arcs, [False] * len(arcs), start))
 
 
 def word_pieces(word: str, tokenizer: Spelling) -> list[int]:
