@@ -29,13 +29,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
 import soundfile as sf
 import soxr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from seqx.data.grammar import expand_grammar  # noqa: E402
 from seqx.featurize.stage import run_featurize_stage  # noqa: E402
+from seqx.grammar.load import load_grammar  # noqa: E402
 from seqx.recipe import load_recipe, recipe_from_dict  # noqa: E402
 
 VOICES = ["en-us", "en-gb", "en-us+f3", "en-gb-scotland", "en-us+m3", "en-029"]
@@ -43,10 +44,11 @@ VOICES = ["en-us", "en-gb", "en-us+f3", "en-gb-scotland", "en-us+m3", "en-029"]
 
 def make_audio(folder: Path, n: int) -> list[tuple[Path, str]]:
     """n espeak-ng commands from the default recipe's grammar, made once (4 espeak-ng processes at a time)."""
-    synth = load_recipe("recipes/commands.yaml").data.synth
-    commands = expand_grammar(synth.templates, synth.slots)
+    grammar = load_grammar(load_recipe("recipes/commands.yaml"))
+    rng = np.random.default_rng(0)
+    commands = [grammar.sample(rng).text for _ in range(n)]  # drawn, as the corpus is
     folder.mkdir(parents=True, exist_ok=True)
-    jobs = [(folder / f"c{i:05d}.wav", commands[(i * 7919) % len(commands)], VOICES[i % len(VOICES)]) for i in range(n)]
+    jobs = [(folder / f"c{i:05d}.wav", commands[i], VOICES[i % len(VOICES)]) for i in range(n)]
 
     def one(job: tuple[Path, str, str]) -> None:
         path, text, voice = job

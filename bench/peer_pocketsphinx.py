@@ -8,7 +8,7 @@ PocketSphinx (PyPI `pocketsphinx`, whose wheel bundles the CMU en-us acoustic mo
 dictionary and language model) decodes every utterance two ways:
   - `default LM`: its general English language model, out of the box;
   - `JSGF grammar`: constrained by a JSGF grammar generated from the recipe's command
-    grammar (`seqx.data.jsgf`), the way offline voice commands are built with it today.
+    grammar (`seqx.grammar.jsgf`), the way offline voice commands are built with it today.
 seqx decodes the same files with the recipe's trained bundle, greedy and beam (CTC joint).
 All systems run single-process on the CPU, reading the same 16 kHz wav files; the real-time
 factor is decode seconds / audio seconds (seqx's includes reading and featurizing; so does
@@ -30,10 +30,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from seqx.data.grammar import expand_grammar, vocabulary  # noqa: E402
-from seqx.data.jsgf import grammar_to_jsgf  # noqa: E402
 from seqx.data.manifest import read_manifest  # noqa: E402
+from seqx.data.synth import corpus_grammar  # noqa: E402
 from seqx.decode.metrics import pool, utterance_errors  # noqa: E402
+from seqx.grammar.jsgf import grammar_to_jsgf  # noqa: E402
 from seqx.recipe import DEFAULT_RECIPE, load_recipe  # noqa: E402
 from seqx.tokenize.text import normalize_text  # noqa: E402
 
@@ -111,11 +111,11 @@ def main() -> None:
     utts = read_manifest(recipe.data_dir / f"{args.split}.jsonl")[: args.limit]
     paths = [u.audio for u in utts]
     audio_seconds = sum(u.duration for u in utts)
-    synth = recipe.data.synth
-    jsgf = grammar_to_jsgf(synth.templates, synth.slots)
+    grammar = corpus_grammar(recipe.data, recipe.name)
+    jsgf = grammar_to_jsgf(grammar)
     refs = [normalize_text(u.text, recipe.tokenizer) for u in utts]
 
-    words = vocabulary(expand_grammar(synth.templates, synth.slots))
+    words = grammar.vocabulary()
     from pocketsphinx import Decoder
 
     added, missing = add_missing_words(Decoder(loglevel="FATAL"), words)

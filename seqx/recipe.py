@@ -38,10 +38,44 @@ class Voice(_Section):
     variant: str = ""  # espeak-ng variant (m1, f3, klatt...) or flite voice (kal, slt...)
 
 
+class IntentSettings(_Section):
+    """An intent with a weight: `{templates: [...], weight: 2}` (a bare list has weight 1)."""
+
+    templates: list[str | dict[str, float]]
+    weight: float = Field(1.0, gt=0.0)
+
+
+class GrammarSettings(_Section):
+    """The command grammar (seqx/grammar/load.py documents the format): intents made of templates
+    with `(a | b)`, `[optional]` and `{slot}`; slots made of values, each words or `{words: output}`.
+    `grammar: FILE` (a .jsgf/.gram, .txt phrase list or .yaml grammar) is short for `grammar: {file: FILE}`."""
+
+    file: str | None = None
+    intents: dict[str, list[str | dict[str, float]] | IntentSettings] = Field(default_factory=dict)
+    # bool first: an unquoted on/off/yes/no is a YAML boolean, kept as one so the grammar can say so
+    slots: dict[str, list[bool | str | int | float | dict[str, Any]]] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _file_shorthand(cls, raw: Any) -> Any:
+        return {"file": raw} if isinstance(raw, str) else raw
+
+    @model_validator(mode="after")
+    def _one_source(self) -> GrammarSettings:
+        if self.file and (self.intents or self.slots):
+            raise ValueError("data.synth.grammar: give a file or intents/slots, not both")
+        if not self.file and not self.intents:
+            raise ValueError("data.synth.grammar.intents: no intents (name -> list of templates)")
+        return self
+
+
 class SynthSettings(_Section):
     """A voice-command corpus made on the spot from a command grammar."""
 
-    # Templates use {slot} placeholders filled from `slots`; every combination is a command.
+    # The command grammar: sentences are drawn from it (never listed), held-out commands chosen by hash.
+    grammar: GrammarSettings | None = None
+    # The older form: templates with {slot} placeholders filled from `slots`, each template
+    # its own intent (named by its words: "check the {status}" -> check_the_status).
     templates: list[str] = Field(default_factory=list)
     slots: dict[str, list[str]] = Field(default_factory=dict)
     engines: list[Literal["espeak-ng", "flite"]] = Field(default_factory=lambda: ["espeak-ng"])
@@ -87,6 +121,8 @@ class SynthSettings(_Section):
 
     @model_validator(mode="after")
     def _check_grammar(self) -> SynthSettings:
+        if self.grammar is not None and (self.templates or self.slots):
+            raise ValueError("data.synth.grammar: give the grammar or the older templates/slots, not both")
         ranges = {"rate_wpm": self.rate_wpm, "pitch": self.pitch, "amplitude": self.amplitude,
                   "snr_db": self.snr_db, "clipped_cut": self.clipped_cut, "lead_s": self.lead_s,
                   "trail_s": self.trail_s}
@@ -343,12 +379,53 @@ def load_recipe(path: str | Path = DEFAULT_RECIPE, overrides: list[str] | None =
             value = yaml.safe_load(text)
         except yaml.YAMLError:
             value = text
+        _drop_other_grammar_form(raw, key.strip())
         _set_dotted(raw, key.strip(), value, origin=f"--set {key.strip()}")
         # what the user typed wins over what a device profile would set
         for profile in (raw.get("device_profiles") or {}).values():
             if isinstance(profile, dict):
                 profile.pop(key.strip(), None)
-    return _validate(raw, source=str(path))
+    _grammar_file_beside(raw, path)
+    recipe = _validate(raw, source=str(path))
+    _check_grammar(recipe, path)
+    return recipe
+
+
+def _grammar_file_beside(raw: dict[str, Any], path: Path) -> None:
+    """`grammar: FILE` names a file as given, or else one beside the recipe: then the recipe
+    holds that path, so every stage (and its cache key) finds the same file from any directory."""
+    synth = (raw.get("data") or {}).get("synth") if isinstance(raw.get("data"), dict) else None
+    if not isinstance(synth, dict):
+        return
+    grammar = synth.get("grammar")
+    file = grammar if isinstance(grammar, str) else grammar.get("file") if isinstance(grammar, dict) else None
+    if not isinstance(file, str) or Path(file).is_absolute() or Path(file).exists():
+        return
+    beside = path.parent / file
+    if beside.exists():
+        synth["grammar"] = {**grammar, "file": str(beside)} if isinstance(grammar, dict) else str(beside)
+
+
+def _drop_other_grammar_form(raw: dict[str, Any], key: str) -> None:
+    """`--set data.synth.templates=...` on a recipe with a `grammar:` (or the reverse) replaces it:
+    the grammar typed on the command line is the one meant, not a clash of the two forms."""
+    synth = ((raw.get("data") or {}).get("synth") or {}) if isinstance(raw.get("data"), dict) else {}
+    if not isinstance(synth, dict):
+        return
+    if key in ("data.synth.templates", "data.synth.slots"):
+        synth.pop("grammar", None)
+    elif key.startswith("data.synth.grammar"):
+        synth.pop("templates", None)
+        synth.pop("slots", None)
+
+
+def _check_grammar(recipe: Recipe, path: Path) -> None:
+    """Parse the recipe's grammar now, so a bad template is reported with the recipe's file and line."""
+    if recipe.data.source != "synth" or (recipe.data.synth.grammar is None and not recipe.data.synth.templates):
+        return
+    from seqx.grammar.load import load_grammar  # late: seqx.grammar imports this module
+
+    load_grammar(recipe, path)
 
 
 def recipe_from_dict(raw: dict[str, Any], source: str = "<dict>") -> Recipe:

@@ -22,3 +22,27 @@ def espeak_wav() -> Callable[..., Path]:
         return path
 
     return make
+
+
+def enumerate_sentences(grammar) -> set[str]:  # noqa: ANN001
+    """Brute force, for small grammars only: every sentence, by expanding each template's tree.
+
+    Independent of seqx's automata on purpose, so that counts and acceptors are checked against it.
+    """
+    from itertools import product
+
+    from seqx.grammar.syntax import Alt, Opt, Seq, SlotRef, Word
+
+    def expand(expr) -> list[tuple[str, ...]]:  # noqa: ANN001
+        if isinstance(expr, Word):
+            return [(expr.text,)]
+        if isinstance(expr, SlotRef):
+            return [v.words for v in grammar.slots[expr.name].values]
+        if isinstance(expr, Opt):
+            return [(), *expand(expr.item)]
+        if isinstance(expr, Alt):
+            return [s for option in expr.options for s in expand(option)]
+        assert isinstance(expr, Seq)
+        return [tuple(w for part in parts for w in part) for parts in product(*(expand(i) for i in expr.items))]
+
+    return {" ".join(words) for t in grammar.templates for words in expand(t.expr)}

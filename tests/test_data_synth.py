@@ -8,14 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from conftest import REPO
+from conftest import REPO, enumerate_sentences
 
-from seqx.data.grammar import expand_grammar, vocabulary
 from seqx.data.manifest import read_manifest
 from seqx.data.noise import NOISE_KINDS, draw_noise, mix_at_snr
 from seqx.data.stage import run_data_stage
 from seqx.data.synth import plan_corpus, render, speech_span
 from seqx.data.voices import all_voices, distinct_voices
+from seqx.grammar import GrammarError, is_heldout, load_grammar
 from seqx.errors import SeqxError
 from seqx.recipe import Recipe, RecipeError, Voice, load_recipe
 from seqx.report import Collect
@@ -33,16 +33,34 @@ def _splits(recipe: Recipe) -> dict:
 
 
 def test_default_grammar_size() -> None:
-    synth = load_recipe(REPO / "recipes/commands.yaml").data.synth
-    commands = expand_grammar(synth.templates, synth.slots)
-    assert len(commands) >= 300
-    assert 60 <= len(vocabulary(commands)) <= 120
-    assert {"set a timer for twenty five minutes", "check the battery", "show the program log"} <= set(commands)
+    grammar = load_grammar(load_recipe(REPO / "recipes/commands.yaml"))
+    commands = enumerate_sentences(grammar)
+    assert len(commands) == grammar.count() >= 300
+    assert 60 <= len(grammar.vocabulary()) <= 120
+    assert {"set a timer for twenty five minutes", "check the battery", "show the program log"} <= commands
 
 
 def test_grammar_names_unknown_slot() -> None:
-    with pytest.raises(SeqxError, match="unknown slot"):
-        expand_grammar(["open the {thing}"], {})
+    with pytest.raises(GrammarError, match="unknown slot"):
+        load_recipe(REPO / "recipes/commands.yaml",
+                    ["data.synth.grammar=null", "data.synth.templates=['open the {thing}']"])
+
+
+def test_corpus_is_drawn_from_the_grammar_and_holds_out_by_hash() -> None:
+    """Every planned transcript is a sentence of the grammar; none in train is held out; about
+    HELDOUT_SHARE_IN_EVAL of valid/test are; a 10^8-sentence grammar plans as quickly."""
+    for name in ("commands", "smarthome"):
+        recipe = load_recipe(REPO / f"recipes/{name}.yaml", ["data.size=3000"])
+        grammar = load_grammar(recipe)
+        plans, heldout = plan_corpus(recipe.data)
+        share, seed = recipe.data.synth.heldout_command_share, recipe.data.seed
+        said = [p for p in plans if p.text]
+        assert all(grammar.accepts(p.text) for p in said)
+        assert not any(is_heldout(p.text, share, seed) for p in said if p.split == "train")
+        evaluated = [p for p in said if p.split != "train"]
+        held = sum(is_heldout(p.text, share, seed) for p in evaluated)
+        assert 0.2 < held / len(evaluated) < 0.4
+        assert set(heldout) == {p.text for p in evaluated if is_heldout(p.text, share, seed)}
 
 
 def test_every_default_voice_sounds_different() -> None:
@@ -212,3 +230,17 @@ def test_lead_and_trail_ranges_set_the_padding_and_nothing_else() -> None:
         load_recipe(recipe, ["data.synth.lead_s=[0.3, 0.1]"])
     with pytest.raises(RecipeError, match=r"data\.synth\.trail_s\.1: .*less than or equal to 5"):
         load_recipe(recipe, ["data.synth.trail_s=[0.1, 9]"])
+
+
+def test_a_grammar_file_is_part_of_the_cache_key(tmp_path: Path) -> None:
+    """`grammar: FILE`: editing the file redoes the corpus, as a changed setting would."""
+    grammar = tmp_path / "g.txt"
+    grammar.write_text("lights on\nlights off\n(open | close) the door\n")
+    recipe = _recipe(
+        tmp_path, "data.size=12", f"data.synth.grammar={grammar}", "data.synth.heldout_command_share=0"
+    )
+    assert not run_data_stage(recipe).fresh and run_data_stage(recipe).fresh
+    said = {u.text for s in _splits(recipe).values() for u in s} - {""}
+    assert said <= {"lights on", "lights off", "open the door", "close the door"}
+    grammar.write_text("lights on\nlights off\n")
+    assert not run_data_stage(recipe).fresh

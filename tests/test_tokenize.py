@@ -6,10 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import enumerate_sentences
 from typer.testing import CliRunner
 
-from seqx.data.grammar import expand_grammar
 from seqx.errors import SeqxError
+from seqx.grammar.load import load_grammar
 from seqx.recipe import TokenizerSettings, load_recipe, recipe_from_dict
 from seqx.tokenize.stage import run_tokenize_stage
 from seqx.tokenize.text import normalize_text, number_words
@@ -21,8 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def commands() -> list[str]:
     """Every command of the default recipe's grammar (332 of them): a small real corpus."""
-    synth = load_recipe(REPO / "recipes/commands.yaml").data.synth
-    return expand_grammar(synth.templates, synth.slots)
+    return sorted(enumerate_sentences(load_grammar(load_recipe(REPO / "recipes/commands.yaml"))))
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,9 @@ from seqx.recipe import Recipe
 from seqx.report import Collect, Reporter
 from seqx.stage import file_signature, fingerprint, is_fresh, mark_done
 
-STAGE_VERSION = 1  # bump when the stage's output changes for the same settings
+# bump when the stage's output changes for the same settings
+# 2: commands drawn from the grammar by template (not uniform over listed sentences), held out by hash
+STAGE_VERSION = 2
 
 
 @dataclass
@@ -39,6 +41,8 @@ def _key(recipe: Recipe) -> str:
     if recipe.data.source == "manifest":
         m = recipe.data.manifest
         inputs = [input_signature(Path(p)) for p in (m.train, m.valid, m.test) if p]
+    elif recipe.data.synth.grammar is not None and recipe.data.synth.grammar.file:
+        inputs = [input_signature(Path(recipe.data.synth.grammar.file))]  # a grammar file: its contents count
     return fingerprint(STAGE_VERSION, recipe.data.model_dump(mode="json", exclude={"workers"}), inputs)
 
 

@@ -22,11 +22,13 @@ import numpy as np
 import soundfile as sf
 import soxr
 
-from seqx.data.grammar import expand_grammar
 from seqx.data.manifest import CLIPPED_SUFFIX, TIGHT_SUFFIX, Utterance
 from seqx.data.noise import NOISE_KINDS, draw_noise, mix_at_snr
 from seqx.data.voices import all_voices, distinct_voices, split_voices, voice_name
 from seqx.errors import SeqxError
+from seqx.grammar.heldout import draw
+from seqx.grammar.load import grammar_from_settings
+from seqx.grammar.model import Grammar
 from seqx.recipe import DataSettings, Voice
 from seqx.report import Reporter
 
@@ -60,34 +62,62 @@ class Plan:
         return self.spoken or self.text
 
 
-def plan_corpus(settings: DataSettings, voices: list[Voice] | None = None) -> tuple[list[Plan], list[str]]:
-    """The utterance plans of all splits and the commands held out of training.
+def corpus_grammar(settings: DataSettings, name: str = "commands") -> Grammar:
+    """The grammar the corpus is drawn from: `data.synth.grammar`, or the older templates/slots."""
+    grammar = grammar_from_settings(settings.synth, name)
+    if grammar is None:
+        raise SeqxError("data.synth.grammar: the recipe has no command grammar")
+    if grammar.count() == 0:
+        raise SeqxError("data.synth.grammar: the grammar makes no commands")
+    return grammar
 
-    `voices` (default: every voice the settings name) are the speakers to split; pass
-    the `distinct_voices` of them so that no two names for one sound straddle splits.
+
+def plan_corpus(
+    settings: DataSettings, voices: list[Voice] | None = None, grammar: Grammar | None = None
+) -> tuple[list[Plan], list[str]]:
+    """The utterance plans of all splits and the held-out commands they say.
+
+    Sentences are drawn from the grammar (template by weight, uniform choices within), never
+    listed; a command is held out of training by a hash of its text (seqx/grammar/heldout.py),
+    so train never says one and about HELDOUT_SHARE_IN_EVAL of valid/test do. `voices`
+    (default: every voice the settings name) are the speakers to split; pass the
+    `distinct_voices` of them so that no two names for one sound straddle splits.
     """
     synth = settings.synth
-    commands = expand_grammar(synth.templates, synth.slots)
-    if not commands:
-        raise SeqxError("data.synth.templates: the grammar makes no commands")
-    rng = np.random.default_rng([settings.seed, 0])
-    n_heldout = round(len(commands) * synth.heldout_command_share)
-    heldout = sorted(rng.choice(commands, size=n_heldout, replace=False).tolist()) if n_heldout else []
-    seen = [c for c in commands if c not in set(heldout)]
+    grammar = grammar or corpus_grammar(settings)
     by_split = split_voices(synth, settings.seed, voices)
     n_test = max(1, round(settings.size * synth.test_share))
     n_valid = max(1, round(settings.size * synth.valid_share))
     sizes = {"train": settings.size - n_test - n_valid, "valid": n_valid, "test": n_test}
     plans = []
+    heldout: set[str] = set()
     for split_index, split in enumerate(SPLITS):
         split_rng = np.random.default_rng([settings.seed, 2, split_index])
         pick_voice = _voice_picker(by_split[split], synth.engine_weights)
-        split_plans = [
-            _plan_one(split, i, split_index, split_rng, pick_voice, seen, heldout, settings)
-            for i in range(sizes[split])
-        ]
+        pick_text = _text_picker(grammar, synth.heldout_command_share, settings.seed, split_index)
+        split_plans = []
+        for i in range(sizes[split]):
+            plan, is_heldout = _plan_one(split, i, split_index, split_rng, pick_voice, pick_text, settings)
+            split_plans.append(plan)
+            if is_heldout:
+                heldout.add(plan.text)
         plans += split_plans + _clipped_and_tight_copies(split_plans, split_index, settings)
-    return plans, heldout
+    return plans, sorted(heldout)
+
+
+def _text_picker(grammar: Grammar, share: float, seed: int, split_index: int) -> Callable[[bool], str | None]:
+    """Draws one split's commands, held out (True) or not (False); None when the grammar has none such.
+
+    The sentences come from their own generator: a held-out command may take several draws,
+    and the voice, rate and noise of an utterance should not depend on how many.
+    """
+    rng = np.random.default_rng([seed, 4, split_index])
+
+    def pick(heldout: bool) -> str | None:
+        parse = draw(grammar, rng, share, seed, heldout)
+        return None if parse is None else parse.text
+
+    return pick
 
 
 def _clipped_and_tight_copies(plans: list[Plan], split_index: int, settings: DataSettings) -> list[Plan]:
@@ -159,18 +189,19 @@ def _plan_one(
     split_index: int,
     rng: np.random.Generator,
     pick_voice: Callable[[np.random.Generator], Voice],
-    seen: list[str],
-    heldout: list[str],
+    pick_text: Callable[[bool], str | None],
     settings: DataSettings,
-) -> Plan:
+) -> tuple[Plan, bool]:
     synth = settings.synth
-    if rng.random() < synth.empty_share:
-        text = ""
-    elif split != "train" and heldout and rng.random() < HELDOUT_SHARE_IN_EVAL:
-        text = heldout[rng.integers(len(heldout))]
-    else:
-        text = seen[rng.integers(len(seen))]
-    return Plan(
+    text, heldout = "", False
+    if rng.random() >= synth.empty_share:
+        if split != "train" and synth.heldout_command_share > 0 and rng.random() < HELDOUT_SHARE_IN_EVAL:
+            text, heldout = pick_text(True) or "", True
+        if not text:
+            text, heldout = pick_text(False) or "", False
+            if not text:
+                raise SeqxError("data.synth.heldout_command_share: every command drawn is held out; lower the share")
+    plan = Plan(
         id=f"{split}-{i:06d}",
         split=split,
         text=text,
@@ -184,6 +215,7 @@ def _plan_one(
         trail_s=float(rng.uniform(*synth.trail_s)),
         seed=(settings.seed, split_index * 10_000_000 + i),
     )
+    return plan, heldout
 
 
 def speak(text: str, voice: Voice, rate: int, pitch: int, amplitude: int) -> tuple[np.ndarray, int]:

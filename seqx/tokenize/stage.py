@@ -1,4 +1,10 @@
-"""`seqx tokenize`: train the tokenizer on the training transcripts, cached."""
+"""`seqx tokenize`: train the tokenizer on the training transcripts and the grammar's words, cached.
+
+Every word of the recipe's grammar goes into the training text once, besides the
+transcripts: a word the corpus happened never to draw (a 10^8-sentence grammar has far
+more sentences than any corpus) must still be spellable, or the grammar cannot be
+compiled over the tokenizer's pieces for decoding.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ from dataclasses import dataclass
 
 from seqx.data.manifest import read_manifest
 from seqx.data.stage import manifests_exist, run_data_stage
+from seqx.grammar.load import load_grammar
 from seqx.recipe import Recipe
 from seqx.report import Collect, Reporter
 from seqx.stage import fingerprint, is_fresh, mark_done
@@ -26,10 +33,19 @@ def run_tokenize_stage(recipe: Recipe, reporter: Reporter | None = None, force: 
         run_data_stage(recipe, reporter)
     train_manifest = recipe.data_dir / "train.jsonl"
     out_dir = recipe.tokenizer_dir
-    key = fingerprint(recipe.tokenizer, train_manifest)
     texts = [u.text for u in read_manifest(train_manifest)]
+    words = grammar_words(recipe)
+    key = fingerprint(recipe.tokenizer, train_manifest, words)
     if not force and is_fresh(out_dir, key):
         return TokenizeReport(str(out_dir), True, Tokenizer.load(out_dir).vocab_size, len(texts))
-    tokenizer = train_tokenizer(texts, out_dir, recipe.tokenizer)
+    tokenizer = train_tokenizer(texts + words, out_dir, recipe.tokenizer)
     mark_done(out_dir, key)
     return TokenizeReport(str(out_dir), False, tokenizer.vocab_size, len(texts))
+
+
+def grammar_words(recipe: Recipe) -> list[str]:
+    """The vocabulary of the recipe's grammar (none for a manifest corpus without one)."""
+    if recipe.data.source != "synth":
+        return []
+    grammar = load_grammar(recipe)
+    return grammar.vocabulary() if grammar is not None else []

@@ -1,0 +1,14 @@
+"""GrammarError: a grammar that cannot be used, as one line naming the file, line and problem."""
+
+from __future__ import annotations
+
+from seqx.errors import SeqxError
+from seqx.recipe import RecipeError
+
+
+class GrammarError(RecipeError, SeqxError):
+    """A bad grammar (unknown slot, unbalanced bracket, undefined JSGF rule ...).
+
+    A RecipeError too: the grammar is part of what the user wrote, so the CLI exits 2 for it,
+    as for any other bad setting.
+    """

@@ -1,0 +1,259 @@
+"""JSGF in and out: PocketSphinx users' grammars become seqx grammars, and back.
+
+Import covers what command grammars use: `public` rules (each becomes an intent),
+`<rule>` references, `[optional]`, `|`, `( )`; weights (`/2/`) and tags (`{...}`) are
+read and ignored. A private rule that is a plain list of word alternatives becomes a
+slot (so a parse names it: cards.gram gives `rank` and `suits`); other rules are put in
+place where they are used. A reference to a rule never defined, a recursive rule, `*`/`+`
+repetition (a command grammar is finite) and `import` are errors naming file and line.
+
+Export writes one rule per intent and per slot and a public `<command>` that is any of them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from seqx.grammar.errors import GrammarError
+from seqx.grammar.model import Grammar, Slot, SlotValue, Template
+from seqx.grammar.syntax import Alt, Expr, Opt, Seq, SlotRef, Word, render
+
+_TOKEN = re.compile(r"<[^>]*>|/[^/]*/|\{[^}]*\}|\"[^\"]*\"|[()\[\]|;=*+]|[^\s()\[\]|;=*+<>/{}\"]+")
+
+
+@dataclass(frozen=True)
+class _Ref:
+    name: str
+    line: int
+
+
+@dataclass
+class _Rule:
+    name: str
+    public: bool
+    body: object
+    line: int
+
+
+def jsgf_to_grammar(text: str, source: str = "<jsgf>") -> Grammar:
+    tokens = _lex(text)
+    rules: dict[str, _Rule] = {}
+    name = "jsgf"
+    i = 0
+    while i < len(tokens):
+        tok, line = tokens[i]
+        if tok.startswith("#JSGF") or tok.lower().startswith("#jsgf"):
+            i = _skip_to_semicolon(tokens, i, source)
+            continue
+        if tok == "grammar":
+            if i + 1 < len(tokens):
+                name = tokens[i + 1][0]
+            i = _skip_to_semicolon(tokens, i, source)
+            continue
+        if tok == "import":
+            raise GrammarError(f"{source}:{line}: import is not supported: put the rules in this file")
+        public = tok == "public"
+        if public:
+            i += 1
+            if i >= len(tokens):
+                raise GrammarError(f"{source}:{line}: 'public' with no rule after it")
+            tok, line = tokens[i]
+        if not (tok.startswith("<") and i + 1 < len(tokens) and tokens[i + 1][0] == "="):
+            raise GrammarError(f"{source}:{line}: expected a rule '<name> = ...;', got '{tok}'")
+        rule = tok[1:-1].strip()
+        if rule in rules:
+            raise GrammarError(f"{source}:{line}: rule <{rule}> is defined twice (first on line {rules[rule].line})")
+        parser = _Parser(tokens, i + 2, source, rule)
+        body = parser.alternatives(closer=";")
+        rules[rule] = _Rule(rule, public, body, line)
+        i = parser.pos
+    return _resolve(rules, source, name)
+
+
+def _lex(text: str) -> list[tuple[str, int]]:
+    # comments out, line numbers kept
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group().count("\n"), text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    tokens = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().lower().startswith("#jsgf"):
+            tokens.append(("#JSGF", number))
+            tokens += [(";", number)] if ";" in line else []
+            continue
+        tokens += [(tok, number) for tok in _TOKEN.findall(line)]
+    return tokens
+
+
+def _skip_to_semicolon(tokens: list[tuple[str, int]], i: int, source: str) -> int:
+    line = tokens[i][1]
+    while i < len(tokens) and tokens[i][0] != ";":
+        i += 1
+    if i >= len(tokens):
+        raise GrammarError(f"{source}:{line}: missing ';'")
+    return i + 1
+
+
+class _Parser:
+    def __init__(self, tokens: list[tuple[str, int]], pos: int, source: str, rule: str) -> None:
+        self.tokens, self.pos, self.source, self.rule = tokens, pos, source, rule
+
+    def error(self, problem: str) -> GrammarError:
+        line = self.tokens[min(self.pos, len(self.tokens) - 1)][1]
+        return GrammarError(f"{self.source}:{line}: rule <{self.rule}>: {problem}")
+
+    def peek(self) -> str | None:
+        return self.tokens[self.pos][0] if self.pos < len(self.tokens) else None
+
+    def alternatives(self, closer: str) -> object:
+        options = [self.sequence(closer)]
+        while self.peek() == "|":
+            self.pos += 1
+            options.append(self.sequence(closer))
+        tok = self.peek()
+        if tok is None:
+            raise self.error(f"unbalanced: no closing '{closer}'" if closer != ";" else "missing ';'")
+        if tok != closer:
+            raise self.error(f"unbalanced brackets: '{tok}' where '{closer}' closes")
+        self.pos += 1
+        return options[0] if len(options) == 1 else Alt(tuple(options))
+
+    def sequence(self, closer: str) -> object:
+        items: list[object] = []
+        while self.peek() not in (None, "|", ")", "]", ";"):
+            tok, line = self.tokens[self.pos]
+            self.pos += 1
+            if tok.startswith("/") and tok.endswith("/") and len(tok) > 1:
+                continue  # a weight: ignored
+            if tok.startswith("{"):
+                continue  # a tag: ignored
+            if tok in ("*", "+"):
+                raise self.error(f"repetition '{tok}' is not supported: a command grammar must be finite")
+            if tok == "=":
+                raise self.error("'=' inside a rule: missing ';' before the next rule?")
+            if tok == "(":
+                items.append(self.alternatives(")"))
+            elif tok == "[":
+                items.append(Opt(self.alternatives("]")))
+            elif tok.startswith("<"):
+                ref = tok[1:-1].strip()
+                if ref in ("NULL", "VOID"):
+                    raise self.error(f"<{ref}> is not supported")
+                items.append(_Ref(ref, line))
+            else:
+                items.append(Word(tok.strip('"')))
+        if not items:
+            raise self.error("empty alternative")
+        return items[0] if len(items) == 1 else Seq(tuple(items))
+
+
+def _word_list(body: object) -> list[tuple[str, ...]] | None:
+    """The values of a rule that is only plain word alternatives, else None."""
+    options = body.options if isinstance(body, Alt) else (body,)
+    values = []
+    for option in options:
+        if isinstance(option, Word):
+            values.append((option.text,))
+        elif isinstance(option, Seq) and all(isinstance(i, Word) for i in option.items):
+            values.append(tuple(i.text for i in option.items))
+        else:
+            return None
+    return values if len(values) > 1 else None
+
+
+def _resolve(rules: dict[str, _Rule], source: str, name: str) -> Grammar:
+    slots: dict[str, Slot] = {}
+    done: dict[str, Expr] = {}
+
+    def expand(node: object, stack: tuple[str, ...]) -> Expr:
+        if isinstance(node, _Ref):
+            if node.name not in rules:
+                raise GrammarError(
+                    f"{source}:{node.line}: rule <{stack[-1]}> uses <{node.name}>, which is never defined"
+                )
+            if node.name in stack:
+                cycle = " -> ".join(f"<{r}>" for r in (*stack[stack.index(node.name):], node.name))
+                raise GrammarError(f"{source}:{node.line}: rule <{node.name}> is recursive ({cycle})")
+            target = rules[node.name]
+            if node.name not in done:
+                values = None if target.public else _word_list(target.body)
+                if values is not None:
+                    slots[node.name] = Slot(node.name, tuple(SlotValue(v, " ".join(v)) for v in values))
+                    done[node.name] = SlotRef(node.name)
+                else:
+                    done[node.name] = expand(target.body, (*stack, node.name))
+            return done[node.name]
+        if isinstance(node, Seq):
+            return Seq(tuple(expand(i, stack) for i in node.items))
+        if isinstance(node, Alt):
+            return Alt(tuple(expand(o, stack) for o in node.options))
+        if isinstance(node, Opt):
+            return Opt(expand(node.item, stack))
+        return node  # Word
+
+    publics = [r for r in rules.values() if r.public]
+    if not publics:
+        raise GrammarError(f"{source}: no public rule: nothing to say")
+    templates = []
+    for rule in publics:
+        expr = expand(rule.body, (rule.name,))
+        templates.append(Template(rule.name, render(expr), expr))
+    for rule in rules.values():  # rules nobody uses are still checked
+        if not rule.public and rule.name not in done:
+            expand(rule.body, (rule.name,))
+    return Grammar(name, templates, slots)
+
+
+def _rule_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+def _intent_rule(intent: str) -> str:
+    """An intent's rule name, kept apart from `<command>` and the `<slot_...>` rules."""
+    name = _rule_name(intent)
+    return f"intent_{name}" if name == "command" or name.startswith(("slot_", "intent_")) else name
+
+
+def _jsgf_expr(expr: Expr, top: bool = True) -> str:
+    if isinstance(expr, Word):
+        return expr.text
+    if isinstance(expr, SlotRef):
+        return f"<slot_{_rule_name(expr.name)}>"
+    if isinstance(expr, Opt):
+        return "[ " + _jsgf_expr(expr.item) + " ]"
+    if isinstance(expr, Seq):
+        return " ".join(_jsgf_expr(i, top=False) for i in expr.items)
+    body = " | ".join(_jsgf_expr(o, top=False) if isinstance(o, Alt) else _jsgf_expr(o) for o in expr.options)
+    return body if top else "( " + body + " )"
+
+
+def grammar_to_jsgf(grammar: Grammar, name: str | None = None) -> str:
+    """The grammar as JSGF: `public <command>` is any intent; one rule per intent and per slot.
+
+    >>> g = Grammar.build({"open": ["open the {app}"]}, {"app": ["browser", "music player"]})
+    >>> print(grammar_to_jsgf(g, "commands"), end="")
+    #JSGF V1.0;
+    grammar commands;
+    public <command> = <open>;
+    <open> = open the <slot_app>;
+    <slot_app> = browser | music player;
+    """
+    lines = ["#JSGF V1.0;", f"grammar {_rule_name(name or grammar.name)};"]
+    intents = grammar.intents
+    lines.append("public <command> = " + " | ".join(f"<{_intent_rule(i)}>" for i in intents) + ";")
+    for intent, templates in intents.items():
+        body = " | ".join(
+            f"( {_jsgf_expr(t.expr)} )" if isinstance(t.expr, Alt) and len(templates) > 1 else _jsgf_expr(t.expr)
+            for t in templates
+        )
+        lines.append(f"<{_intent_rule(intent)}> = {body};")
+    for slot in grammar.used_slots():
+        values = " | ".join(" ".join(v.words) for v in grammar.slots[slot].values)
+        lines.append(f"<slot_{_rule_name(slot)}> = {values};")
+    return "\n".join(lines) + "\n"
+
+
+def load_jsgf(path: str) -> Grammar:
+    from pathlib import Path
+
+    return jsgf_to_grammar(Path(path).read_text(encoding="utf-8", errors="replace"), source=str(path))

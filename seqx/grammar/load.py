@@ -1,0 +1,208 @@
+"""Where a grammar comes from: a recipe, a YAML grammar file, a JSGF file or a phrase list.
+
+The YAML form (a recipe's `data.synth.grammar:` section, or a file of its own):
+
+    intents:
+      set_level:                       # name -> list of templates
+        - "(turn | set) [the] {control} to {level}"
+      media:                           # or with a weight (default 1), per intent or per template
+        templates: ["{media_verb} the music", {"play the {song} song": 2}]
+        weight: 2
+    slots:
+      level: ["ten:10", "twenty one: 21", {"thirty": 30}, five]   # words, or words with an output
+
+A template's probability in the synthetic corpus is its weight times its intent's, over
+the sum of all; every value of a slot is equally likely.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from seqx.grammar.errors import GrammarError
+from seqx.grammar.model import Grammar, Output, Slot, SlotValue, Template
+from seqx.grammar.syntax import SLOT_NAME, parse_template, slot_refs
+
+SUFFIXES = {".jsgf": "jsgf", ".gram": "jsgf", ".txt": "phrases", ".yaml": "yaml", ".yml": "yaml"}
+
+
+def grammar_from_file(path: str | Path) -> Grammar:
+    """A grammar file, by extension: .jsgf/.gram (JSGF), .txt (a phrase list), .yaml/.yml."""
+    path = Path(path)
+    kind = SUFFIXES.get(path.suffix.lower())
+    if kind is None:
+        raise GrammarError(f"{path}: not a grammar file (expected {', '.join(sorted(SUFFIXES))})")
+    if not path.is_file():
+        raise GrammarError(f"{path}: no such grammar file")
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if kind == "jsgf":
+        from seqx.grammar.jsgf import jsgf_to_grammar
+
+        return jsgf_to_grammar(text, source=str(path))
+    if kind == "phrases":
+        from seqx.grammar.phrases import phrases_to_grammar
+
+        return phrases_to_grammar(text, source=str(path))
+    try:
+        raw = yaml.safe_load(text) or {}
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise GrammarError(f"{path}{line}: not valid YAML: {getattr(err, 'problem', err)}") from None
+    if not isinstance(raw, dict):
+        raise GrammarError(f"{path}: a grammar file is a mapping with intents and slots")
+    if "grammar" in raw and "intents" not in raw:  # a file that holds a grammar section
+        raw = raw["grammar"]
+    return grammar_from_dict(raw, source=str(path), name=str(raw.get("name", path.stem)))
+
+
+def grammar_from_dict(raw: Mapping[str, Any], source: str = "<grammar>", name: str | None = None) -> Grammar:
+    """A grammar from its YAML form ({intents, slots, [name]}): what a recipe holds and a bundle stores."""
+    name = name or str(raw.get("name", "grammar"))
+    unknown = sorted(set(raw) - {"name", "intents", "slots"})
+    if unknown:
+        raise GrammarError(f"{source}: {unknown[0]}: unknown grammar key (expected intents, slots)")
+    intents = raw.get("intents") or {}
+    if not isinstance(intents, Mapping) or not intents:
+        raise GrammarError(f"{source}: intents: expected a mapping of intent name -> templates")
+    slots = {}
+    for slot, values in (raw.get("slots") or {}).items():
+        if not isinstance(values, list):
+            raise GrammarError(f"{_at(source, str(slot) + ':')}: slot {slot}: expected a list of values")
+        slots[str(slot)] = Slot(str(slot), tuple(_value(v, source, str(slot)) for v in values))
+    templates = []
+    for intent, spec in intents.items():
+        intent = str(intent)
+        weight = 1.0
+        if isinstance(spec, Mapping):
+            weight = float(spec.get("weight", 1.0))
+            spec = spec.get("templates")
+        if not isinstance(spec, list) or not spec:
+            raise GrammarError(f"{_at(source, intent + ':')}: intent {intent}: expected a list of templates")
+        for entry in spec:
+            text, own = (next(iter(entry.items())) if isinstance(entry, Mapping) else (entry, 1.0))
+            text = str(text)
+            where = f"{_at(source, text)}: intent {intent}"
+            expr = parse_template(text, where)
+            for ref in slot_refs(expr):
+                if ref not in slots:
+                    raise GrammarError(f"{where}: unknown slot '{{{ref}}}' in '{text}'")
+            if weight * float(own) <= 0:
+                raise GrammarError(f"{where}: a weight must be above 0")
+            templates.append(Template(intent, text, expr, weight * float(own)))
+    return Grammar(name, templates, slots)
+
+
+def grammar_from_templates(templates: list[str], slots: Mapping[str, list[str]], name: str = "commands",
+                           source: str = "data.synth.templates") -> Grammar:
+    """The old recipe form (`data.synth.templates` + `slots`): each template is its own intent,
+    named by its words and slot names (`{app_verb} the {app}` -> `app_verb_the_app`)."""
+    intents: dict[str, list[str]] = {}
+    for text in templates:
+        base = "_".join(re.findall(r"[A-Za-z0-9]+", text)).lower() or "command"
+        intent, n = base, 2
+        while intent in intents:
+            intent, n = f"{base}_{n}", n + 1
+        intents[intent] = [text]
+    return grammar_from_dict({"intents": intents, "slots": {k: list(v) for k, v in slots.items()}},
+                             source=source, name=name)
+
+
+def load_grammar(recipe: Any, recipe_path: str | Path | None = None) -> Grammar | None:
+    """The recipe's grammar (`data.synth.grammar`, or the older `templates`/`slots`); None when it has none."""
+    return grammar_from_settings(recipe.data.synth, recipe.name, recipe_path)
+
+
+def grammar_from_settings(synth: Any, name: str = "commands", recipe_path: str | Path | None = None) -> Grammar | None:
+    """The grammar of a `data.synth` section; None when it has none.
+
+    A `grammar: FILE` path is taken as given (relative to the working directory, as every other
+    path in a recipe), else next to the recipe file. Errors name `recipe_path` and the line when given.
+    """
+    source = str(recipe_path) if recipe_path else "data.synth.grammar"
+    settings = synth.grammar
+    if settings is not None and settings.file:
+        return grammar_from_file(grammar_path(settings.file, recipe_path))
+    if settings is not None:
+        raw = settings.model_dump(mode="python", exclude={"file"})
+        return grammar_from_dict(raw, source=source, name=name)
+    if synth.templates:
+        return grammar_from_templates(synth.templates, dict(synth.slots), name, source=source)
+    return None
+
+
+def grammar_path(file: str, recipe_path: str | Path | None = None) -> Path:
+    """`data.synth.grammar: FILE` as a path: as given when it exists, else beside the recipe."""
+    path = Path(file)
+    if not path.exists() and recipe_path is not None and not path.is_absolute():
+        beside = Path(recipe_path).parent / path
+        if beside.exists():
+            return beside
+    return path
+
+
+def _value(raw: Any, source: str, slot: str) -> SlotValue:
+    """"words", "words:output" (output read as YAML: 21 is a number), {words: output}, or a number."""
+    output: Output
+    if isinstance(raw, bool):
+        raise GrammarError(f"{_at(source, slot + ':')}: slot {slot}: value {str(raw).lower()} is a YAML boolean "
+                           f"(on, off, yes and no unquoted): quote it, \"on\"")
+    if isinstance(raw, Mapping):
+        if len(raw) != 1:
+            raise GrammarError(f"{_at(source, slot + ':')}: slot {slot}: a value is {{words: output}}, got {dict(raw)}")
+        words, output = next(iter(raw.items()))
+        words = str(words)
+    elif isinstance(raw, str) and ":" in raw:
+        words, _, text = raw.rpartition(":")
+        output = yaml.safe_load(text) if text.strip() else ""
+        if output is None or isinstance(output, (list, dict)):
+            output = text.strip()
+    else:
+        words = str(raw)
+        output = " ".join(words.split())
+    parts = tuple(str(words).split())
+    if not parts:
+        raise GrammarError(f"{_at(source, slot + ':')}: slot {slot}: empty value")
+    bad = [w for w in parts if re.search(r"[()\[\]|{}]", w)]
+    if bad:
+        raise GrammarError(f"{_at(source, str(words))}: slot {slot}: value '{words}' holds template syntax; "
+                           f"a slot value is plain words")
+    if not SLOT_NAME.match(slot):
+        raise GrammarError(f"{_at(source, slot + ':')}: bad slot name '{slot}'")
+    return SlotValue(parts, output)
+
+
+def _at(source: str, needle: str) -> str:
+    """`FILE:LINE` of the first line holding `needle` when `source` is a readable file, else `source`."""
+    path = Path(source)
+    try:
+        if path.is_file():
+            for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+                if needle in line:
+                    return f"{source}:{number}"
+    except OSError:
+        pass
+    return source
+
+
+def open_grammar(path: str | Path, overrides: list[str] | None = None) -> Grammar:
+    """What `seqx grammar PATH` shows: a grammar file, or the grammar of a recipe (.yaml without `intents`)."""
+    path = Path(path)
+    if path.suffix.lower() in (".yaml", ".yml") and path.is_file():
+        try:
+            raw = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError:
+            raw = {}
+        if isinstance(raw, dict) and "intents" not in raw and "grammar" not in raw:
+            from seqx.recipe import load_recipe
+
+            grammar = load_grammar(load_recipe(path, overrides), path)
+            if grammar is None:
+                raise GrammarError(f"{path}: the recipe has no grammar (data.synth.grammar)")
+            return grammar
+    return grammar_from_file(path)

@@ -1,0 +1,278 @@
+"""The Grammar: intents made of templates, slots made of values; counted, sampled, parsed.
+
+Nothing here lists the sentences: a smart-home grammar has more than 10^8 of them.
+The sentence count is a sum over paths of the minimal word DFA (one path per distinct
+sentence), a sample is one random path through a template, and a parse matches one
+sentence against the templates.
+
+>>> g = Grammar.build({"lights": ["turn (on | off) [the] {room} lights"]},
+...                   {"room": ["kitchen", "living room"]})
+>>> g.count()
+8
+>>> parse = g.parse("turn off living room lights")
+>>> parse.intent, parse.slots
+('lights', {'room': 'living room'})
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from seqx.grammar.errors import GrammarError
+from seqx.grammar.fsa import DFA, NFA, determinize, minimize
+from seqx.grammar.syntax import Alt, Expr, Opt, Seq, SlotRef, Word, literal_words, parse_template, render, slot_refs
+
+Output = str | int | float | bool
+
+
+@dataclass(frozen=True)
+class SlotValue:
+    words: tuple[str, ...]
+    output: Output  # what a parse reports: the words themselves unless the grammar says otherwise
+
+
+@dataclass(frozen=True)
+class Slot:
+    name: str
+    values: tuple[SlotValue, ...]
+
+
+@dataclass(frozen=True)
+class Template:
+    intent: str
+    text: str
+    expr: Expr
+    weight: float = 1.0
+
+
+@dataclass
+class Parse:
+    """One understood sentence: its intent and slot values (a slot used twice: name, name_2)."""
+
+    intent: str
+    slots: dict[str, Output]
+    text: str
+    template: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Grammar:
+    name: str
+    templates: list[Template]
+    slots: dict[str, Slot] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for template in self.templates:
+            for ref in slot_refs(template.expr):
+                if ref not in self.slots:
+                    raise GrammarError(f"{self.name}: intent {template.intent}: unknown slot '{{{ref}}}' "
+                                       f"in '{template.text}'")
+        for slot in self.slots.values():
+            if not slot.values:
+                raise GrammarError(f"{self.name}: slot '{slot.name}' has no values")
+            for value in slot.values:
+                if not value.words:
+                    raise GrammarError(f"{self.name}: slot '{slot.name}' has an empty value")
+
+    @classmethod
+    def build(
+        cls,
+        intents: Mapping[str, Sequence[str]],
+        slots: Mapping[str, Sequence[str | tuple[str, Output]]] | None = None,
+        name: str = "grammar",
+    ) -> Grammar:
+        """A grammar from plain Python: {intent: [template, ...]}, {slot: [words | (words, output), ...]}."""
+        built = {n: Slot(n, tuple(_slot_value(v) for v in values)) for n, values in (slots or {}).items()}
+        templates = [
+            Template(intent, text, parse_template(text, f"{name}: intent {intent}"))
+            for intent, texts in intents.items()
+            for text in texts
+        ]
+        return cls(name, templates, built)
+
+    # -- what it is --
+    @property
+    def intents(self) -> dict[str, list[Template]]:
+        grouped: dict[str, list[Template]] = {}
+        for template in self.templates:
+            grouped.setdefault(template.intent, []).append(template)
+        return grouped
+
+    def used_slots(self) -> list[str]:
+        return sorted({ref for t in self.templates for ref in slot_refs(t.expr)})
+
+    def vocabulary(self) -> list[str]:
+        """Every word some sentence can contain, sorted (a traversal, not an enumeration)."""
+        words: set[str] = set()
+        for template in self.templates:
+            words |= literal_words(template.expr)
+        for name in self.used_slots():
+            for value in self.slots[name].values:
+                words.update(value.words)
+        return sorted(words)
+
+    def subset(self, intents: Sequence[str]) -> Grammar:
+        return Grammar(self.name, [t for t in self.templates if t.intent in set(intents)], self.slots)
+
+    # -- the language --
+    @cached_property
+    def _dfa(self) -> DFA:
+        nfa = NFA()
+        for template in self.templates:
+            nfa.final.add(self._build(nfa, template.expr, 0))
+        return minimize(determinize(nfa))
+
+    def word_dfa(self) -> DFA:
+        """The minimal deterministic acceptor over words (labels are words; start 0)."""
+        return self._dfa
+
+    def _build(self, nfa: NFA, expr: Expr, start: int) -> int:
+        if isinstance(expr, Word):
+            return nfa.add_path(start, [expr.text])
+        if isinstance(expr, Seq):
+            for item in expr.items:
+                start = self._build(nfa, item, start)
+            return start
+        end = nfa.add_state()
+        if isinstance(expr, SlotRef):
+            for value in self.slots[expr.name].values:
+                nfa.add_path(start, value.words, end)
+        elif isinstance(expr, Alt):
+            for option in expr.options:
+                nfa.add_arc(self._build(nfa, option, start), None, end)
+        else:  # Opt
+            nfa.add_arc(self._build(nfa, expr.item, start), None, end)
+            nfa.add_arc(start, None, end)
+        return end
+
+    def count(self) -> int:
+        """Distinct sentences, by dynamic programming over the word DFA."""
+        return self._dfa.count()
+
+    def accepts(self, text: str) -> bool:
+        return self._dfa.accepts(text.split())
+
+    # -- drawing and understanding sentences --
+    @cached_property
+    def _weights(self) -> np.ndarray:
+        weights = np.array([t.weight for t in self.templates], dtype=np.float64)
+        return weights / weights.sum()
+
+    def sample(self, rng: np.random.Generator) -> Parse:
+        """One random sentence: a template by weight, then uniform choices (alternatives, optionals, values)."""
+        if not self.templates:
+            raise GrammarError(f"{self.name}: the grammar has no templates")
+        template = self.templates[int(rng.choice(len(self.templates), p=self._weights))]
+        words: list[str] = []
+        slots: dict[str, Output] = {}
+        self._draw(template.expr, rng, words, slots)
+        return Parse(template.intent, slots, " ".join(words), template.text)
+
+    def _draw(self, expr: Expr, rng: np.random.Generator, words: list[str], slots: dict[str, Output]) -> None:
+        if isinstance(expr, Word):
+            words.append(expr.text)
+        elif isinstance(expr, Seq):
+            for item in expr.items:
+                self._draw(item, rng, words, slots)
+        elif isinstance(expr, Alt):
+            self._draw(expr.options[int(rng.integers(len(expr.options)))], rng, words, slots)
+        elif isinstance(expr, Opt):
+            if rng.random() < 0.5:
+                self._draw(expr.item, rng, words, slots)
+        else:
+            value = self.slots[expr.name].values[int(rng.integers(len(self.slots[expr.name].values)))]
+            words.extend(value.words)
+            slots[_slot_key(slots, expr.name)] = value.output
+
+    def parse(self, text: str) -> Parse | None:
+        """The first template (in grammar order) that matches the sentence, with its slot values; None if none."""
+        words = text.split()
+        for template in self.templates:
+            for end, filled in self._match(template.expr, words, 0, ()):
+                if end == len(words):
+                    slots: dict[str, Output] = {}
+                    for name, output in filled:
+                        slots[_slot_key(slots, name)] = output
+                    return Parse(template.intent, slots, " ".join(words), template.text)
+        return None
+
+    def _match(
+        self, expr: Expr, words: list[str], pos: int, filled: tuple[tuple[str, Output], ...]
+    ) -> Iterator[tuple[int, tuple[tuple[str, Output], ...]]]:
+        if isinstance(expr, Word):
+            if pos < len(words) and words[pos] == expr.text:
+                yield pos + 1, filled
+        elif isinstance(expr, SlotRef):
+            for value in self.slots[expr.name].values:
+                end = pos + len(value.words)
+                if tuple(words[pos:end]) == value.words:
+                    yield end, (*filled, (expr.name, value.output))
+        elif isinstance(expr, Seq):
+            yield from self._match_seq(expr.items, 0, words, pos, filled)
+        elif isinstance(expr, Alt):
+            for option in expr.options:
+                yield from self._match(option, words, pos, filled)
+        else:
+            yield from self._match(expr.item, words, pos, filled)
+            yield pos, filled
+
+    def _match_seq(self, items, i, words, pos, filled):  # noqa: ANN001, ANN202
+        if i == len(items):
+            yield pos, filled
+            return
+        for end, more in self._match(items[i], words, pos, filled):
+            yield from self._match_seq(items, i + 1, words, end, more)
+
+    # -- storage: what a bundle keeps --
+    def to_dict(self) -> dict[str, Any]:
+        intents: dict[str, list[Any]] = {}
+        for t in self.templates:
+            intents.setdefault(t.intent, []).append(t.text if t.weight == 1.0 else {t.text: t.weight})
+        slots = {
+            name: [_plain_value(v) for v in slot.values]
+            for name, slot in self.slots.items()
+        }
+        return {"name": self.name, "intents": intents, "slots": slots}
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> Grammar:
+        from seqx.grammar.load import grammar_from_dict
+
+        return grammar_from_dict(raw, source=str(raw.get("name", "grammar")))
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+
+def _plain_value(value: SlotValue) -> str | dict[str, Output]:
+    """How to_dict writes a value: its words, or {words: output} (also when the words hold a ':')."""
+    words = " ".join(value.words)
+    return words if value.output == words and ":" not in words else {words: value.output}
+
+
+def _slot_key(slots: dict[str, Output], name: str) -> str:
+    if name not in slots:
+        return name
+    n = 2
+    while f"{name}_{n}" in slots:
+        n += 1
+    return f"{name}_{n}"
+
+
+def _slot_value(value: str | tuple[str, Output]) -> SlotValue:
+    if isinstance(value, tuple):
+        words, output = value
+        return SlotValue(tuple(words.split()), output)
+    return SlotValue(tuple(value.split()), " ".join(value.split()))
+
+
+__all__ = ["Grammar", "Output", "Parse", "Slot", "SlotValue", "Template", "render"]

@@ -1,0 +1,44 @@
+"""What `seqx grammar --show` reports: intents, slot sizes, vocabulary, sentence count (computed)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from seqx.grammar.model import Grammar
+
+
+@dataclass
+class GrammarSummary:
+    name: str
+    intents: dict[str, dict[str, int]]  # intent -> {"templates", "sentences"}
+    slots: dict[str, int]  # slot -> values
+    vocabulary: int
+    sentences: int
+    dfa_states: int
+    dfa_arcs: int
+    compile_seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def summarize(grammar: Grammar) -> GrammarSummary:
+    started = time.perf_counter()
+    dfa = grammar.word_dfa()
+    seconds = time.perf_counter() - started
+    intents = {
+        name: {"templates": len(templates), "sentences": grammar.subset([name]).count()}
+        for name, templates in grammar.intents.items()
+    }
+    return GrammarSummary(
+        name=grammar.name,
+        intents=intents,
+        slots={name: len(grammar.slots[name].values) for name in grammar.used_slots()},
+        vocabulary=len(grammar.vocabulary()),
+        sentences=grammar.count(),
+        dfa_states=dfa.num_states,
+        dfa_arcs=dfa.num_arcs,
+        compile_seconds=round(seconds, 4),
+    )

@@ -1,0 +1,135 @@
+"""The template syntax: `(a | b)` alternatives, `[optional words]`, `{slot}` references.
+
+A template parses into a small expression tree; `render` writes it back, so a grammar
+(a JSGF import included) can be stored as template text and read again.
+
+>>> render(parse_template("(turn | switch) on [the] {room} lights"))
+'(turn | switch) on [the] {room} lights'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from seqx.grammar.errors import GrammarError
+
+
+@dataclass(frozen=True)
+class Word:
+    text: str
+
+
+@dataclass(frozen=True)
+class SlotRef:
+    name: str
+
+
+@dataclass(frozen=True)
+class Seq:
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class Alt:
+    options: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class Opt:
+    item: Expr
+
+
+Expr = Word | SlotRef | Seq | Alt | Opt
+
+_TOKEN = re.compile(r"\{[^{}]*\}|[()\[\]|{}]|[^\s()\[\]|{}]+")
+_CLOSER = {"(": ")", "[": "]"}
+SLOT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+
+
+def parse_template(text: str, where: str = "template") -> Expr:
+    """The expression of one template; a GrammarError `WHERE: problem in 'TEXT'` otherwise."""
+    tokens = _TOKEN.findall(text)
+    parser = _Parser(tokens, lambda problem: GrammarError(f"{where}: {problem} in '{text}'"))
+    if not tokens:
+        raise parser.error("empty template")
+    expr = parser.alternatives(closer=None)
+    return expr
+
+
+class _Parser:
+    def __init__(self, tokens: list[str], error) -> None:  # noqa: ANN001
+        self.tokens, self.pos, self.error = tokens, 0, error
+
+    def alternatives(self, closer: str | None) -> Expr:
+        options = [self.sequence(closer)]
+        while self.pos < len(self.tokens) and self.tokens[self.pos] == "|":
+            self.pos += 1
+            options.append(self.sequence(closer))
+        if closer is not None:
+            if self.pos >= len(self.tokens):
+                opener = "(" if closer == ")" else "["
+                raise self.error(f"unbalanced '{opener}': no closing '{closer}'")
+            if self.tokens[self.pos] != closer:
+                raise self.error(f"unbalanced brackets: '{self.tokens[self.pos]}' where '{closer}' closes")
+            self.pos += 1
+        elif self.pos < len(self.tokens):
+            raise self.error(f"unbalanced '{self.tokens[self.pos]}': nothing opened it")
+        return options[0] if len(options) == 1 else Alt(tuple(options))
+
+    def sequence(self, closer: str | None) -> Expr:
+        items: list[Expr] = []
+        while self.pos < len(self.tokens) and self.tokens[self.pos] not in ("|", ")", "]"):
+            items.append(self.item())
+        if not items:
+            raise self.error("empty alternative" if closer != "]" else "empty optional '[]'")
+        return items[0] if len(items) == 1 else Seq(tuple(items))
+
+    def item(self) -> Expr:
+        token = self.tokens[self.pos]
+        self.pos += 1
+        if token in _CLOSER:
+            inner = self.alternatives(_CLOSER[token])
+            return Opt(inner) if token == "[" else inner
+        if token in ("{", "}"):
+            raise self.error(f"unbalanced '{token}'")
+        if token.startswith("{"):
+            name = token[1:-1].strip()
+            if not SLOT_NAME.match(name):
+                raise self.error(f"bad slot name '{{{name}}}'")
+            return SlotRef(name)
+        return Word(token)
+
+
+def render(expr: Expr, top: bool = True) -> str:
+    """Template text for an expression (parses back to the same expression)."""
+    if isinstance(expr, Word):
+        return expr.text
+    if isinstance(expr, SlotRef):
+        return "{" + expr.name + "}"
+    if isinstance(expr, Opt):
+        return "[" + render(expr.item, top=True) + "]"
+    if isinstance(expr, Seq):
+        return " ".join(render(i, top=False) for i in expr.items)
+    body = " | ".join(render(o, top=not isinstance(o, Alt)) for o in expr.options)
+    return body if top else "(" + body + ")"
+
+
+def slot_refs(expr: Expr) -> list[str]:
+    """The slots an expression names, in order, repeats kept."""
+    if isinstance(expr, SlotRef):
+        return [expr.name]
+    if isinstance(expr, Word):
+        return []
+    children = expr.items if isinstance(expr, Seq) else expr.options if isinstance(expr, Alt) else (expr.item,)
+    return [name for child in children for name in slot_refs(child)]
+
+
+def literal_words(expr: Expr) -> set[str]:
+    """The words written in the expression itself (not those of its slots)."""
+    if isinstance(expr, Word):
+        return {expr.text}
+    if isinstance(expr, SlotRef):
+        return set()
+    children = expr.items if isinstance(expr, Seq) else expr.options if isinstance(expr, Alt) else (expr.item,)
+    return set().union(*(literal_words(c) for c in children))

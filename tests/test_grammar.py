@@ -1,0 +1,322 @@
+"""Command grammars: the template syntax and its errors, counts against brute force, sampling,
+parsing, hash hold-out, JSGF and phrase-list import, the recipe forms and `seqx grammar`."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import REPO, enumerate_sentences
+from typer.testing import CliRunner
+
+from seqx.data.synth import corpus_grammar
+from seqx.grammar import Grammar, GrammarError, grammar_from_dict, grammar_from_file, is_heldout, load_grammar
+from seqx.grammar.heldout import draw, heldout_score
+from seqx.grammar.jsgf import grammar_to_jsgf, jsgf_to_grammar
+from seqx.grammar.syntax import Alt, Opt, Seq, SlotRef, Word, parse_template, render
+from seqx.recipe import RecipeError, load_recipe
+
+CARDS = Path("/usr/share/pocketsphinx/test/data/cards/cards.gram")
+GOFORWARD = Path("/usr/share/pocketsphinx/test/data/goforward.gram")
+
+SMALL = {
+    "intents": {
+        "lights": ["(turn | switch) (on | off) [the] {room} lights", "{room} lights (on | off)"],
+        "heat": {"templates": ["set [the] temperature to {degrees} [degrees]"], "weight": 2},
+        "stop": ["stop", "stop [it] now"],
+    },
+    "slots": {
+        "room": ["kitchen", "living room", "bath room"],
+        "degrees": [{"twenty one": 21}, "nineteen:19", "eighteen"],
+    },
+}
+
+
+# ------------------------------------------------------------------ syntax
+
+
+@pytest.mark.parametrize(
+    ("text", "expr"),
+    [
+        ("stop", Word("stop")),
+        ("stop now", Seq((Word("stop"), Word("now")))),
+        ("a | b c", Alt((Word("a"), Seq((Word("b"), Word("c")))))),
+        ("(a | b) c", Seq((Alt((Word("a"), Word("b"))), Word("c")))),
+        ("[the] x", Seq((Opt(Word("the")), Word("x")))),
+        ("[a | b]", Opt(Alt((Word("a"), Word("b"))))),
+        ("open {app}", Seq((Word("open"), SlotRef("app")))),
+        ("((a))", Word("a")),
+    ],
+)
+def test_each_construct_parses_and_renders_back(text: str, expr: object) -> None:
+    assert parse_template(text) == expr
+    assert parse_template(render(expr)) == expr
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("(open the", "unbalanced '(': no closing ')'"),
+        ("open the)", "unbalanced ')': nothing opened it"),
+        ("[open the", "unbalanced '[': no closing ']'"),
+        ("(open ] the", "unbalanced brackets: ']' where ')' closes"),
+        ("open {app", "unbalanced '{'"),
+        ("(a | )", "empty alternative"),
+        ("a | | b", "empty alternative"),
+        ("()", "empty alternative"),
+        ("[]", "empty optional '[]'"),
+        ("", "empty template"),
+        ("open {bad name}", "bad slot name"),
+    ],
+)
+def test_each_syntax_error_is_one_line_naming_where(text: str, problem: str) -> None:
+    with pytest.raises(GrammarError) as err:
+        parse_template(text, "r.yaml:7: intent x")
+    assert str(err.value).startswith(f"r.yaml:7: intent x: {problem}") and "\n" not in str(err.value)
+
+
+def test_unknown_slot_names_file_line_intent_and_slot(tmp_path: Path) -> None:
+    path = tmp_path / "g.yaml"
+    path.write_text("intents:\n  go:\n    - stop\n    - open the {thing}\nslots:\n  app: [mail]\n")
+    with pytest.raises(GrammarError) as err:
+        grammar_from_file(path)
+    assert str(err.value) == f"{path}:4: intent go: unknown slot '{{thing}}' in 'open the {{thing}}'"
+
+
+def test_recipe_grammar_error_names_recipe_line_and_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "r.yaml"
+    path.write_text("data:\n  synth:\n    grammar:\n      intents:\n        go: ['(open | close the mail']\n")
+    with pytest.raises(RecipeError, match=rf"^{path}:5: intent go: unbalanced '\(': no closing '\)'"):
+        load_recipe(path)
+    run = subprocess.run([sys.executable, "-m", "seqx", "grammar", str(path)], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "400"}, timeout=120)
+    assert run.returncode == 2 and "unbalanced" in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
+# ------------------------------------------------------------------ counting
+
+
+def _small() -> Grammar:
+    return grammar_from_dict(SMALL, name="small")
+
+
+@pytest.mark.parametrize(
+    "intents",
+    [
+        SMALL["intents"],
+        {"a": ["[the] [the] x"]},  # ambiguous: "the x" two ways, counted once
+        {"a": ["x [y]", "x y"], "b": ["(x | x) [y | y z]"]},  # templates overlapping each other
+        {"a": ["{room} [{room}]"]},
+    ],
+)
+def test_count_equals_brute_force_enumeration(intents: dict) -> None:
+    grammar = grammar_from_dict({"intents": intents, "slots": SMALL["slots"]})
+    sentences = enumerate_sentences(grammar)
+    assert grammar.count() == len(sentences)
+    assert all(grammar.accepts(s) for s in sentences)
+    vocabulary = grammar.vocabulary()
+    assert set(vocabulary) == {w for s in sentences for w in s.split()}
+    for near_miss in ("", "the", "turn on", "stop it", "kitchen lights"):
+        assert grammar.accepts(near_miss) == (near_miss in sentences)
+
+
+def test_default_recipe_grammar_is_the_332_commands_with_named_intents() -> None:
+    grammar = load_grammar(load_recipe(REPO / "recipes/commands.yaml"))
+    assert grammar.count() == len(enumerate_sentences(grammar)) == 332
+    assert {"open_app", "find", "check_status", "set_timer", "set_level", "media", "system"} <= set(grammar.intents)
+    parse = grammar.parse("set a timer for twenty five minutes")
+    assert (parse.intent, parse.slots) == ("set_timer", {"number": 25})
+    assert grammar.parse("shut down the computer").slots == {"system_action": "shutdown"}
+    assert grammar.parse("open the pod bay doors") is None
+
+
+def test_smarthome_has_more_than_1e8_sentences_counted_not_listed() -> None:
+    grammar = load_grammar(load_recipe(REPO / "recipes/smarthome.yaml"))
+    assert grammar.count() >= 10**8
+    assert grammar.word_dfa().num_states < 1000  # the description's size, not the sentence count
+    assert {"lights", "thermostat", "timer", "media"} <= set(grammar.intents)
+    assert grammar.accepts("please turn off the kitchen lights in ten minutes")
+
+
+def test_old_templates_and_slots_keep_working_one_intent_per_template() -> None:
+    recipe = load_recipe(REPO / "recipes/commands.yaml", ["data.synth.grammar=null",
+                         "data.synth.templates=['open the {app}', 'check the battery']",
+                         "data.synth.slots={app: [terminal, music player]}"])
+    grammar = load_grammar(recipe)
+    assert list(grammar.intents) == ["open_the_app", "check_the_battery"]
+    assert grammar.count() == 3
+    assert grammar.parse("open the music player").slots == {"app": "music player"}
+
+
+# ------------------------------------------------------------------ sampling and parsing
+
+
+def test_sampling_covers_every_template_and_value_at_its_weight() -> None:
+    grammar = _small()
+    rng = np.random.default_rng(0)
+    parses = [grammar.sample(rng) for _ in range(4000)]
+    templates = Counter(p.template for p in parses)
+    assert set(templates) == {t.text for t in grammar.templates}
+    # weights 1, 1, 2 (the heat intent), 1, 1: heat is a third of the draws
+    assert templates["set [the] temperature to {degrees} [degrees]"] == pytest.approx(4000 / 3, rel=0.08)
+    rooms = Counter(p.slots["room"] for p in parses if "room" in p.slots)
+    assert set(rooms) == {"kitchen", "living room", "bath room"}
+    assert max(rooms.values()) / min(rooms.values()) < 1.2  # uniform over values
+    assert {p.slots.get("degrees") for p in parses} >= {21, 19, "eighteen"}  # outputs, not words
+    again = [p.text for p in (grammar.sample(np.random.default_rng(0)) for _ in range(1))]
+    assert again == [parses[0].text]  # seeded: the same draw
+
+
+def test_parse_of_every_sampled_sentence_is_the_path_it_was_drawn_from() -> None:
+    for grammar in (_small(), load_grammar(load_recipe(REPO / "recipes/commands.yaml"))):
+        rng = np.random.default_rng(1)
+        for _ in range(1500):
+            drawn = grammar.sample(rng)
+            assert grammar.accepts(drawn.text)
+            parsed = grammar.parse(drawn.text)
+            assert parsed is not None and (parsed.intent, parsed.slots, parsed.template) == (
+                drawn.intent, drawn.slots, drawn.template)
+
+
+def test_to_dict_round_trips() -> None:
+    grammar = _small()
+    again = Grammar.from_dict(json.loads(json.dumps(grammar.to_dict())))
+    assert enumerate_sentences(again) == enumerate_sentences(grammar)
+    assert [(t.intent, t.weight) for t in again.templates] == [(t.intent, t.weight) for t in grammar.templates]
+    assert again.parse("set temperature to twenty one").slots == {"degrees": 21}
+
+
+# ------------------------------------------------------------------ hold-out
+
+
+def test_hash_holdout_is_stable_and_near_the_share() -> None:
+    grammar = load_grammar(load_recipe(REPO / "recipes/smarthome.yaml"))
+    rng = np.random.default_rng(0)
+    texts = {grammar.sample(rng).text for _ in range(5000)}
+    held = [t for t in texts if is_heldout(t, 0.1, seed=0)]
+    assert abs(len(held) / len(texts) - 0.1) < 0.015
+    assert held == [t for t in texts if is_heldout(t, 0.1, seed=0)]  # the same answer every time
+    assert heldout_score("check the battery", 3) == heldout_score("check  the battery", 3)  # spacing aside
+    assert {t for t in texts if is_heldout(t, 0.1, seed=1)} != set(held)  # the seed picks another set
+    assert not any(is_heldout(t, 0.0) for t in texts)
+    drawn = draw(grammar, rng, 0.1, 0, heldout=True)
+    assert drawn is not None and is_heldout(drawn.text, 0.1, 0)
+
+
+# ------------------------------------------------------------------ JSGF and phrase lists
+
+
+def test_pocketsphinx_cards_grammar_imports_and_counts() -> None:
+    cards = grammar_from_file(CARDS)
+    # card = rank [of] suit: 14*2*4 = 112; three cards, two, one, rank+card, rank+rank
+    assert cards.count() == 112**3 + 112**2 + 112 + 14 * 112 + 14 * 14
+    assert list(cards.intents) == ["cards"] and sorted(cards.slots) == ["rank", "suits"]
+    assert cards.accepts("ace of spades two hearts") and not cards.accepts("ace of")
+    assert cards.parse("queen of hearts").slots == {"rank": "queen", "suits": "hearts"}
+
+
+@pytest.mark.parametrize("path", [GOFORWARD, None])
+def test_jsgf_export_then_import_is_the_same_language(path: Path | None) -> None:
+    grammar = grammar_from_file(path) if path else _small()
+    again = jsgf_to_grammar(grammar_to_jsgf(grammar), source="<export>")
+    assert enumerate_sentences(again) == enumerate_sentences(grammar)
+    if path:
+        assert enumerate_sentences(grammar) == {"go forward ten meters"} | {
+            f"go {d} {n}{m}" for d in ("forward", "backward")
+            for n in "one two three four five six seven eight nine ten".split() for m in ("", " meter", " meters")}
+
+
+def test_exported_default_grammar_is_the_recipe_language() -> None:
+    grammar = load_grammar(load_recipe(REPO / "recipes/commands.yaml"))
+    assert enumerate_sentences(jsgf_to_grammar(grammar_to_jsgf(grammar))) == enumerate_sentences(grammar)
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("public <a> = go <b>;", ":1: rule <a> uses <b>, which is never defined"),
+        ("public <a> = go <b>;\n<b> = x | <a>;", ":2: rule <a> is recursive (<a> -> <b> -> <a>)"),
+        ("public <a> = go (x | y;", ":1: rule <a>: unbalanced brackets: ';' where ')' closes"),
+        ("public <a> = go | ;", ":1: rule <a>: empty alternative"),
+        ("public <a> = go <b>*;\n<b> = x | y;", ":1: rule <a>: repetition '*' is not supported"),
+        ("#JSGF V1.0;\ngrammar g;\n\npublic <a> = x\n<b> = y;", ":5: rule <a>: '=' inside a rule"),
+        ("import <other.*>;", ":1: import is not supported"),
+    ],
+)
+def test_jsgf_errors_name_file_and_line(tmp_path: Path, text: str, problem: str) -> None:
+    path = tmp_path / "bad.jsgf"
+    path.write_text(text)
+    with pytest.raises(GrammarError) as err:
+        grammar_from_file(path)
+    assert str(err.value).startswith(f"{path}{problem}"), str(err.value)
+
+
+def test_jsgf_weights_tags_and_comments_are_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "w.gram"
+    path.write_text("#JSGF V1.0;\n/* a\ncomment */ grammar w;\n// one more\n"
+                    "public <go> = go ( /5/ left {L} | /1/ right ) [now];\n")
+    assert enumerate_sentences(grammar_from_file(path)) == {"go left", "go right", "go left now", "go right now"}
+
+
+def test_phrase_list(tmp_path: Path) -> None:
+    path = tmp_path / "phrases.txt"
+    path.write_text("# my commands\nlights on\nlights off  # evening\n\n(open | close) the door\n")
+    grammar = grammar_from_file(path)
+    assert enumerate_sentences(grammar) == {"lights on", "lights off", "open the door", "close the door"}
+    assert grammar.count() == 4 and grammar.parse("lights off").intent == "phrases"
+    path.write_text("lights on\n(lights off\n")
+    with pytest.raises(GrammarError, match=rf"^{path}:2: unbalanced"):
+        grammar_from_file(path)
+
+
+def test_recipe_grammar_file_shorthand(tmp_path: Path) -> None:
+    (tmp_path / "g.txt").write_text("lights on\nlights off\n")
+    path = tmp_path / "r.yaml"
+    path.write_text("data:\n  synth:\n    grammar: g.txt\n")  # beside the recipe
+    recipe = load_recipe(path)
+    assert recipe.data.synth.grammar.file == str(tmp_path / "g.txt")  # every stage finds it, from anywhere
+    assert load_grammar(recipe).count() == 2 and corpus_grammar(recipe.data).count() == 2
+    path.write_text("data:\n  synth:\n    grammar: g.txt\n    templates: [stop]\n")
+    with pytest.raises(RecipeError, match="not both"):
+        load_recipe(path)
+
+
+# ------------------------------------------------------------------ the command
+
+
+def _app():  # noqa: ANN202
+    from seqx.cli.app import COMMAND_MODULES, app
+
+    for name in COMMAND_MODULES:  # as main() does: register every command
+        importlib.import_module(f"seqx.cli.{name}")
+    return app
+
+
+def test_cli_show_and_sample_json() -> None:
+    result = CliRunner().invoke(_app(), ["grammar", str(REPO / "recipes/commands.yaml"), "--show", "--sample", "3",
+                                         "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["summary"]["sentences"] == 332 and report["summary"]["slots"]["number"] == 60
+    assert len(report["samples"]) == 3 and all(s["intent"] for s in report["samples"])
+    result = CliRunner().invoke(_app(), ["grammar", str(CARDS), "--sample", "2"])
+    assert result.exit_code == 0 and "cards" in result.stdout
+
+
+def test_unquoted_on_off_is_named_and_colons_survive_storage(tmp_path: Path) -> None:
+    path = tmp_path / "r.yaml"
+    path.write_text("data:\n  synth:\n    grammar:\n      intents:\n        go: ['turn {state}']\n"
+                    "      slots:\n        state: [on, off]\n")
+    with pytest.raises(GrammarError, match=r":7: slot state: value true is a YAML boolean"):
+        load_recipe(path)
+    grammar = Grammar.build({"t": ["at {time}"]}, {"time": [("ten thirty", "10:30"), ("12:00", "12:00")]})
+    again = Grammar.from_dict(json.loads(json.dumps(grammar.to_dict())))
+    assert again.parse("at 12:00").slots == {"time": "12:00"}
+    assert again.parse("at ten thirty").slots == {"time": "10:30"}
