@@ -46,8 +46,8 @@ from seqx.decode.transcribe import (  # noqa: E402
     transcribe_files,
 )
 from seqx.featurize.audio import load_audio  # noqa: E402
-from seqx.model.search import beam_search  # noqa: E402
-from seqx.model.bundle import load_bundle  # noqa: E402
+from seqx.decode.search import beam_search  # noqa: E402
+from seqx.decode.bundle import load_bundle  # noqa: E402
 from seqx.recipe import DEFAULT_RECIPE, DecodeSettings, load_recipe  # noqa: E402
 from seqx.tokenize.text import normalize_text  # noqa: E402
 from timing import best_of, fastest  # noqa: E402  (bench/timing.py, beside this script)

@@ -126,7 +126,7 @@ def main() -> None:
     }
     if not args.skip_seqx:
         from seqx.decode.transcribe import transcribe_files
-        from seqx.model.bundle import load_bundle
+        from seqx.decode.bundle import load_bundle
 
         bundle = load_bundle(args.model or recipe.bundle_dir, device="cpu")
         transcribe_files(bundle, paths[:4], bundle.decode)  # warm-up

@@ -25,7 +25,7 @@ from seqx.data.synth import speech_span
 from seqx.decode.evaluate import evaluate
 from seqx.decode.transcribe import transcribe_files
 from seqx.errors import SeqxError
-from seqx.model.bundle import Bundle, load_bundle
+from seqx.decode.bundle import Bundle, load_bundle
 from seqx.recipe import Recipe, load_recipe
 from seqx.train.stage import run_train_stage
 

@@ -62,7 +62,7 @@ def _device(name: str) -> str:
 
 
 def _bundle(model: Path | None, device: str):  # noqa: ANN202 (Bundle import is lazy)
-    from seqx.model.bundle import load_bundle
+    from seqx.decode.bundle import load_bundle
 
     folder = model or load_recipe(DEFAULT_RECIPE).bundle_dir
     if not (folder / "config.json").is_file():
@@ -76,32 +76,6 @@ def _check_precision(precision: str | None) -> None:
     choices = get_args(Precision)
     if precision is not None and precision not in choices:
         raise SeqxError(f"--precision {precision}: expected {', '.join(choices[:-1])} or {choices[-1]}")
-
-
-def _settings(
-    base: DecodeSettings,
-    beam: int | None,
-    greedy: bool,
-    nbest: int | None,
-    ctc: float | None,
-    precision: str | None = None,
-    max_ctc_gap: float | None = None,
-) -> DecodeSettings:
-    changes: dict[str, object] = {}
-    if max_ctc_gap is not None:
-        changes["max_ctc_gap"] = max_ctc_gap
-    if precision is not None:
-        changes["precision"] = precision
-    if greedy:
-        changes["beam"] = 1
-    elif beam is not None:
-        changes["beam"] = beam
-    if nbest is not None:
-        changes["nbest"] = nbest
-        changes["beam"] = max(int(changes.get("beam", base.beam)), nbest)
-    if ctc is not None:
-        changes["ctc_weight"] = ctc
-    return DecodeSettings.model_validate({**base.model_dump(), **changes})
 
 
 @app.command()
@@ -126,7 +100,9 @@ def transcribe(
     if not paths:
         raise SeqxError("no audio files given (folders are searched for .wav/.flac/.ogg/.mp3)")
     bundle = _bundle(model, device)
-    settings = _settings(bundle.decode, beam, greedy, nbest, ctc_weight, precision, max_ctc_gap)
+    settings = bundle.decode.merged(
+        beam=beam, greedy=greedy, nbest=nbest, ctc_weight=ctc_weight, precision=precision, max_ctc_gap=max_ctc_gap
+    )
     with RichReporter() as reporter:
         # text mode prints each unreadable file's error in its place below; JSON mode keeps the warning on stderr
         results = transcribe_files(bundle, paths, settings, reporter=reporter, warn_unreadable=json_out)
@@ -168,7 +144,9 @@ def evaluate(
     _check_precision(precision)
     loaded = load_for_this_machine(recipe, overrides, device if device != "auto" else None)
     bundle = _bundle(model or loaded.bundle_dir, device)
-    settings = _settings(bundle.decode, beam, greedy, None, ctc_weight, precision, max_ctc_gap)
+    settings = bundle.decode.merged(
+        beam=beam, greedy=greedy, ctc_weight=ctc_weight, precision=precision, max_ctc_gap=max_ctc_gap
+    )
     with RichReporter() as reporter:
         report = run_evaluate(loaded, bundle, settings, split=split, reporter=reporter, limit=limit, tag=tag)
     if json_out:

@@ -21,7 +21,7 @@ from seqx.errors import SeqxError
 from seqx.featurize.cmvn import Cmvn
 from seqx.featurize.stage import run_featurize_stage
 from seqx.featurize.store import FeatureStore
-from seqx.model.bundle import save_bundle
+from seqx.decode.bundle import save_bundle
 from seqx.model.dims import ModelDimensions
 from seqx.model.transformer import count_parameters
 from seqx.recipe import Recipe

@@ -9,7 +9,7 @@ import torch
 
 from seqx.decode.metrics import score_pairs
 from seqx.model.loss import joint_loss
-from seqx.model.search import greedy_search
+from seqx.decode.search import decode_batch
 from seqx.model.transformer import ModelOutput, Seq2SeqTransformer
 from seqx.recipe import Recipe
 from seqx.tokenize.tokenizer import Tokenizer
@@ -41,7 +41,8 @@ def validate(
     n = min(len(data), recipe.train.valid_max_utts)
     sampler = LengthBucketSampler(data.store.lengths[:n], recipe.train.max_frames, shuffle=False)
     collate = Collate(tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id)
-    dec = recipe.decode
+    # the same entry point and output-length cap as transcribe, greedy (cheap enough for every epoch)
+    greedy = recipe.decode.model_copy(update={"beam": 1, "nbest": 1})
     loss_sum, tokens = 0.0, 0
     refs: list[str] = []
     hyps: list[str] = []
@@ -55,8 +56,7 @@ def validate(
                 ModelOutput(logits, ctc, mem_lens), batch.targets, batch.target_lens, model.dims,
                 recipe.model.ctc_weight, recipe.train.label_smoothing,
             )
-            max_len = (mem_lens.float() * dec.max_len_ratio).ceil().long().clamp(min=1, max=dec.max_len)
-            found = greedy_search(model, memory, mem_lens, max_len)
+            found = [nbest[0] for nbest in decode_batch(model, memory, mem_lens, greedy)]
         count = int(batch.target_lens.sum())
         loss_sum += float(loss) * count
         tokens += count
