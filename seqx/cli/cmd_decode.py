@@ -22,7 +22,7 @@ from seqx.cli.app import (
     print_error,
 )
 from seqx.errors import SeqxError
-from seqx.recipe import DEFAULT_RECIPE, DecodeSettings, Precision, load_recipe
+from seqx.recipe import DEFAULT_RECIPE, Precision, load_recipe
 
 ModelOpt = Annotated[
     Optional[Path],

@@ -24,10 +24,10 @@ def plot(
 ) -> None:
     """Write features.png, alignment.png and curves.png for a trained recipe."""
     from seqx.data.manifest import read_manifest
-    from seqx.decode.transcribe import featurize, search
-    from seqx.featurize.audio import load_audio
     from seqx.decode.alignment import cross_attention_weights
     from seqx.decode.bundle import load_bundle
+    from seqx.decode.transcribe import featurize, search
+    from seqx.featurize.audio import load_audio
     from seqx.plots import plot_alignment, plot_features, plot_training_curves, read_train_log
 
     loaded = load_for_this_machine(recipe, overrides)

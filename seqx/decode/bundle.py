@@ -22,8 +22,7 @@ from seqx import __version__
 from seqx.errors import SeqxError
 from seqx.featurize.cmvn import Cmvn
 from seqx.featurize.features import FeatureExtractor
-from seqx.model.dims import ModelDimensions
-from seqx.model.transformer import Seq2SeqTransformer
+from seqx.model.transformer import ModelDimensions, Seq2SeqTransformer
 from seqx.recipe import DecodeSettings, FeatureSettings, TokenizerSettings
 from seqx.stage import atomic_write_text
 from seqx.tokenize.tokenizer import Tokenizer

@@ -16,10 +16,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from seqx.data.manifest import CLIPPED_SUFFIX, TIGHT_SUFFIX, read_manifest
+from seqx.decode.bundle import Bundle
 from seqx.decode.metrics import Scores, UtteranceErrors, pool, utterance_errors
 from seqx.decode.transcribe import Result, resolve_precision, transcribe_files
 from seqx.errors import SeqxError
-from seqx.decode.bundle import Bundle
 from seqx.recipe import DecodeSettings, Recipe
 from seqx.report import Collect, Reporter
 from seqx.stage import atomic_write_text

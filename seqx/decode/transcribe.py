@@ -17,9 +17,9 @@ import torch
 
 from seqx.decode.bundle import Bundle
 from seqx.decode.ctc_gap import ctc_gaps_from
+from seqx.decode.search import Hypothesis, decode_batch
 from seqx.errors import AudioError
 from seqx.featurize.audio import load_audio
-from seqx.decode.search import Hypothesis, decode_batch, max_output_len
 from seqx.recipe import DecodeSettings
 from seqx.report import Collect, Reporter
 

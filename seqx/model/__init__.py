@@ -1,9 +1,7 @@
 """The Transformer encoder-decoder and its loss: the network only (decoding is seqx/decode/)."""
 
-from seqx.model.cache import DecodeCache
-from seqx.model.dims import ModelDimensions
 from seqx.model.loss import joint_loss
-from seqx.model.transformer import ModelOutput, Seq2SeqTransformer, param_groups
+from seqx.model.transformer import DecodeCache, ModelDimensions, ModelOutput, Seq2SeqTransformer, param_groups
 
 __all__ = [
     "DecodeCache",

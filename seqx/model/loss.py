@@ -6,8 +6,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from seqx.model.attention import make_pad_mask
-from seqx.model.dims import ModelDimensions
-from seqx.model.transformer import ModelOutput
+from seqx.model.transformer import ModelDimensions, ModelOutput
 
 
 def joint_loss(

@@ -28,9 +28,8 @@ from torch import nn
 
 from seqx.errors import SeqxError
 from seqx.featurize.specaugment import SpecAugment
-from seqx.model.dims import ModelDimensions
 from seqx.model.loss import joint_loss
-from seqx.model.transformer import Seq2SeqTransformer, param_groups
+from seqx.model.transformer import ModelDimensions, Seq2SeqTransformer, param_groups
 from seqx.recipe import Recipe
 from seqx.report import Reporter
 from seqx.tokenize.tokenizer import Tokenizer

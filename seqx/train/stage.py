@@ -17,13 +17,12 @@ import time
 import torch
 
 from seqx.data.stage import run_data_stage
+from seqx.decode.bundle import save_bundle
 from seqx.errors import SeqxError
 from seqx.featurize.cmvn import Cmvn
 from seqx.featurize.stage import run_featurize_stage
 from seqx.featurize.store import FeatureStore
-from seqx.decode.bundle import save_bundle
-from seqx.model.dims import ModelDimensions
-from seqx.model.transformer import count_parameters
+from seqx.model.transformer import ModelDimensions, count_parameters
 from seqx.recipe import Recipe
 from seqx.report import Collect, Reporter
 from seqx.stage import STAMP_NAME, fingerprint, is_fresh, mark_done

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import torch
 
 from seqx.decode.metrics import score_pairs
-from seqx.model.loss import joint_loss
 from seqx.decode.search import decode_batch
+from seqx.model.loss import joint_loss
 from seqx.model.transformer import ModelOutput, Seq2SeqTransformer
 from seqx.recipe import Recipe
 from seqx.tokenize.tokenizer import Tokenizer
