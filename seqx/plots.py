@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from seqx.errors import SeqxError  # noqa: E402
+from seqx.stage import atomic_write  # noqa: E402
 
 
 def plot_features(feats: np.ndarray, path: Path, title: str, hop_seconds: float) -> Path:
@@ -82,6 +83,7 @@ def plot_training_curves(rows: list[dict[str, float]], path: Path, title: str) -
 def _save(fig: plt.Figure, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    with atomic_write(path) as tmp:
+        fig.savefig(tmp, dpi=110, format=path.suffix.lstrip(".") or "png")
     plt.close(fig)
     return path

@@ -24,7 +24,7 @@ from seqx.featurize.cmvn import Cmvn
 from seqx.featurize.features import FeatureExtractor
 from seqx.model.transformer import ModelDimensions, Seq2SeqTransformer
 from seqx.recipe import DecodeSettings, FeatureSettings, TokenizerSettings
-from seqx.stage import atomic_write_text
+from seqx.stage import atomic_write, atomic_write_text
 from seqx.tokenize.tokenizer import Tokenizer
 
 CONFIG, WEIGHTS, TOKENIZER = "config.json", "model.safetensors", "tokenizer.model"
@@ -71,10 +71,10 @@ def save_bundle(
         **(extra or {}),
     }
     # save_model handles the tied embedding/output weights (one tensor, two names)
-    tmp = folder / (WEIGHTS + ".tmp")
-    save_model(model, str(tmp))
-    tmp.replace(folder / WEIGHTS)
-    shutil.copyfile(tokenizer.model_path, folder / TOKENIZER)
+    with atomic_write(folder / WEIGHTS) as tmp:
+        save_model(model, str(tmp))
+    with atomic_write(folder / TOKENIZER) as tmp:
+        shutil.copyfile(tokenizer.model_path, tmp)
     atomic_write_text(folder / CONFIG, json.dumps(config, indent=1))  # written last: its presence means complete
     return folder
 

@@ -30,7 +30,7 @@ from seqx.featurize.features import FeatureExtractor
 from seqx.featurize.store import FeatureStoreWriter, to_float16
 from seqx.recipe import FeatureSettings, Recipe
 from seqx.report import Collect, Reporter
-from seqx.stage import STAMP_NAME, fingerprint, is_fresh, mark_done
+from seqx.stage import STAMP_NAME, atomic_write_text, fingerprint, is_fresh, mark_done
 from seqx.tokenize.text import normalize_text
 
 STAGE_VERSION = 2  # bump when the store's content changes for the same settings
@@ -194,7 +194,7 @@ class _Featurizer:
 
 def _save_summary(out_dir: Path, report: FeaturizeReport) -> None:
     raw = asdict(report)
-    (out_dir / SUMMARY).write_text(json.dumps(raw, indent=1))
+    atomic_write_text(out_dir / SUMMARY, json.dumps(raw, indent=1))
 
 
 def _load_summary(out_dir: Path) -> FeaturizeReport:

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from seqx.stage import atomic_write
+
 
 def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    with atomic_write(path) as tmp:
+        torch.save(state, tmp)
 
 
 def load_checkpoint(path: Path) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from seqx.model.loss import joint_loss
 from seqx.model.transformer import ModelDimensions, Seq2SeqTransformer, param_groups
 from seqx.recipe import Recipe
 from seqx.report import Reporter
+from seqx.stage import atomic_write, atomic_write_text
 from seqx.tokenize.tokenizer import Tokenizer
 from seqx.train.batching import LengthBucketSampler
 from seqx.train.checkpoint import average_checkpoints, load_checkpoint, save_checkpoint
@@ -387,13 +388,11 @@ class Trainer:
 
 
 def _link_or_copy(src: Path, dst: Path) -> None:
-    tmp = dst.with_name(dst.name + f".tmp{os.getpid()}")
-    tmp.unlink(missing_ok=True)
-    try:
-        os.link(src, tmp)
-    except OSError:
-        shutil.copyfile(src, tmp)
-    os.replace(tmp, dst)
+    with atomic_write(dst) as tmp:
+        try:
+            os.link(src, tmp)
+        except OSError:
+            shutil.copyfile(src, tmp)
 
 
 def _truncate_log(path: Path, step: int) -> None:
@@ -401,6 +400,4 @@ def _truncate_log(path: Path, step: int) -> None:
     if not path.is_file():
         return
     rows = [line for line in path.read_text().splitlines() if line.strip() and json.loads(line).get("step", 0) <= step]
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(r + "\n" for r in rows))
-    os.replace(tmp, path)
+    atomic_write_text(path, "".join(r + "\n" for r in rows))
