@@ -334,9 +334,9 @@ DEFAULT_RECIPE = Path("recipes/commands.yaml")
 
 def local_device_kind() -> str:
     """"cuda" when this machine has a GPU, else "cpu": which device profile the stages here use."""
-    import torch  # late: the recipe schema itself should not need torch
+    from seqx.device import device_kind
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    return device_kind()
 
 
 def load_recipe(path: str | Path = DEFAULT_RECIPE, overrides: list[str] | None = None) -> Recipe:

@@ -19,6 +19,7 @@ import torch
 from safetensors.torch import load_model, save_model
 
 from seqx import __version__
+from seqx.device import resolve_device
 from seqx.errors import SeqxError
 from seqx.featurize.cmvn import Cmvn
 from seqx.featurize.features import FeatureExtractor
@@ -79,8 +80,19 @@ def save_bundle(
     return folder
 
 
+def locate_bundle(folder: Path | None, default: Path, recipe: str | Path) -> Path:
+    """The bundle to decode with: `folder` when the user named one, else `default` (what
+    `seqx train RECIPE` writes); the one place that says there is no bundle there."""
+    found = folder or default
+    if not (found / CONFIG).is_file():
+        hint = "" if folder else f": run `seqx train {recipe}` first, or pass --model DIR"
+        raise SeqxError(f"{found}: no trained model bundle here{hint}")
+    return found
+
+
 def load_bundle(folder: str | Path, device: str | torch.device = "cpu") -> Bundle:
     folder = Path(folder)
+    device = resolve_device(device) if isinstance(device, str) else device
     path = folder / CONFIG
     if not path.is_file():
         raise SeqxError(f"{folder}: not a seqx model bundle (no {CONFIG})")

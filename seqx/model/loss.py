@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor
 
@@ -17,6 +18,19 @@ def joint_loss(
     ctc_weight: float,
     label_smoothing: float,
 ) -> tuple[Tensor, dict[str, float]]:
+    """`joint_loss_terms` with its parts as floats (one device sync for all of them)."""
+    loss, parts = joint_loss_terms(output, targets, target_lens, dims, ctc_weight, label_smoothing)
+    return loss, dict(zip(parts, torch.stack(list(parts.values())).tolist(), strict=True))
+
+
+def joint_loss_terms(
+    output: ModelOutput,
+    targets: Tensor,
+    target_lens: Tensor,
+    dims: ModelDimensions,
+    ctc_weight: float,
+    label_smoothing: float,
+) -> tuple[Tensor, dict[str, Tensor]]:
     """(1 - w) * CE + w * CTC, both per target token.
 
     targets (B, U) = y + [eos], padded with anything; target_lens (B,) counts the eos.
@@ -24,7 +38,8 @@ def joint_loss(
     CTC: -log p(y | x) (targets without eos; length 0 is legal) summed over the batch and
     divided by the same token count, so both terms share one scale and an empty
     transcript never divides by zero. zero_infinity drops impossible alignments.
-    Returns the loss and its parts as floats: {"loss", "ce", "ctc"}.
+    Returns the loss and its parts as detached 0-d tensors ({"ce", "ctc", "loss"}): reading
+    them is a device sync, which the training loop does only when it needs the numbers.
     """
     logits = output.logits.float()  # (B, U, V); the loss in fp32 even under bf16 autocast
     U = logits.shape[1]
@@ -34,7 +49,7 @@ def joint_loss(
         logits.transpose(1, 2), targets[:, :U].masked_fill(pad, -100), ignore_index=-100,
         label_smoothing=label_smoothing, reduction="sum",
     ) / tokens
-    parts = {"ce": ce.item()}
+    parts = {"ce": ce.detach()}
     loss = ce
     if ctc_weight > 0 and output.ctc_logprobs is not None:
         ctc_lens = (target_lens - 1).clamp(min=0)  # drop the eos
@@ -49,10 +64,10 @@ def joint_loss(
             reduction="sum",
             zero_infinity=True,
         ) / tokens
-        parts["ctc"] = ctc.item()
+        parts["ctc"] = ctc.detach()
         loss = (1 - ctc_weight) * ce + ctc_weight * ctc
-    parts["loss"] = loss.item()
+    parts["loss"] = loss.detach()
     return loss, parts
 
 
-__all__ = ["joint_loss"]
+__all__ = ["joint_loss", "joint_loss_terms"]
