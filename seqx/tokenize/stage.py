@@ -20,13 +20,18 @@ class TokenizeReport:
     sentences: int
 
 
+def tokenize_stage_key(recipe: Recipe) -> str:
+    """The tokenizer depends on its settings and the training transcripts, nothing else."""
+    return fingerprint(recipe.tokenizer, recipe.data_dir / "train.jsonl")
+
+
 def run_tokenize_stage(recipe: Recipe, reporter: Reporter | None = None, force: bool = False) -> TokenizeReport:
     reporter = reporter or Collect()
     if not manifests_exist(recipe):
         run_data_stage(recipe, reporter)
     train_manifest = recipe.data_dir / "train.jsonl"
     out_dir = recipe.tokenizer_dir
-    key = fingerprint(recipe.tokenizer, train_manifest)
+    key = tokenize_stage_key(recipe)
     texts = [u.text for u in read_manifest(train_manifest)]
     if not force and is_fresh(out_dir, key):
         return TokenizeReport(str(out_dir), True, Tokenizer.load(out_dir).vocab_size, len(texts))
