@@ -83,7 +83,7 @@ class DecoderScorer:
         else:
             self.mem, self.lens = self.memory, self.mem_lens
         device = self.memory.device
-        self.seqs = torch.zeros(rows, 0, dtype=torch.long, device=device)
+        self.seqs = torch.zeros(rows, 0, dtype=torch.long, device=device)  # kept only without a cache
         self.last = torch.full((rows, 1), self.model.dims.bos_id, dtype=torch.long, device=device)
 
     def score(self, cand: Tensor | None = None) -> Tensor:
@@ -97,11 +97,10 @@ class DecoderScorer:
 
     def select(self, rows: Tensor | None, tokens: Tensor) -> None:
         """rows None: every hypothesis keeps its row (greedy search), nothing to reorder."""
-        if rows is not None:
-            if self.cache is not None:
-                self.cache.reorder(rows)
-            self.seqs = self.seqs[rows]
-        self.seqs = torch.cat([self.seqs, tokens[:, None]], dim=1)
+        if self.cache is None:  # the whole prefix is decoded again next step
+            self.seqs = torch.cat([self.seqs if rows is None else self.seqs[rows], tokens[:, None]], dim=1)
+        elif rows is not None:
+            self.cache.reorder(rows)
         self.last = tokens[:, None]
 
 

@@ -109,6 +109,7 @@ def greedy_search(
     limit = _limits(max_len, B, device)
     decoder = DecoderScorer(model, memory, mem_lens, use_cache=use_cache)
     decoder.init(B)
+    seqs = torch.zeros(B, 0, dtype=torch.long, device=device)
     score = torch.zeros(B, device=device)
     open_ = torch.ones(B, dtype=torch.bool, device=device)
     flagged = torch.zeros(B, dtype=torch.bool, device=device)
@@ -123,15 +124,16 @@ def greedy_search(
         token = torch.where(open_, token, eos)  # closed rows just ride along
         score = score + torch.where(open_, best, 0.0)
         decoder.select(None, token)
+        seqs = torch.cat([seqs, token[:, None]], dim=1)  # (B, step + 1)
         ended = open_ & (token == eos)
         length = torch.where(ended, step, length)
         open_ = open_ & ~ended
-        drop = loop_cut(decoder.seqs)
+        drop = loop_cut(seqs)
         looped = open_ & (drop > 0)
         length = torch.where(looped, step + 1 - drop, length)
         flagged, open_ = flagged | looped, open_ & ~looped
     hyps = []
-    for row, n, s, f in zip(decoder.seqs.tolist(), length.tolist(), score.tolist(), flagged.tolist(), strict=True):
+    for row, n, s, f in zip(seqs.tolist(), length.tolist(), score.tolist(), flagged.tolist(), strict=True):
         hyps.append(Hypothesis(row[:n], s, 0.0 if f else math.exp(s / (n + 1)), f))
     return hyps
 

@@ -17,20 +17,9 @@ def joint_loss(
     dims: ModelDimensions,
     ctc_weight: float,
     label_smoothing: float,
-) -> tuple[Tensor, dict[str, float]]:
-    """`joint_loss_terms` with its parts as floats (one device sync for all of them)."""
-    loss, parts = joint_loss_terms(output, targets, target_lens, dims, ctc_weight, label_smoothing)
-    return loss, dict(zip(parts, torch.stack(list(parts.values())).tolist(), strict=True))
-
-
-def joint_loss_terms(
-    output: ModelOutput,
-    targets: Tensor,
-    target_lens: Tensor,
-    dims: ModelDimensions,
-    ctc_weight: float,
-    label_smoothing: float,
-) -> tuple[Tensor, dict[str, Tensor]]:
+    *,
+    sync: bool = True,
+) -> tuple[Tensor, dict[str, float]] | tuple[Tensor, dict[str, Tensor]]:
     """(1 - w) * CE + w * CTC, both per target token.
 
     targets (B, U) = y + [eos], padded with anything; target_lens (B,) counts the eos.
@@ -38,8 +27,8 @@ def joint_loss_terms(
     CTC: -log p(y | x) (targets without eos; length 0 is legal) summed over the batch and
     divided by the same token count, so both terms share one scale and an empty
     transcript never divides by zero. zero_infinity drops impossible alignments.
-    Returns the loss and its parts as detached 0-d tensors ({"ce", "ctc", "loss"}): reading
-    them is a device sync, which the training loop does only when it needs the numbers.
+    Returns the loss and its parts {"ce", "ctc", "loss"}: floats (one device sync for all),
+    or with `sync=False` detached 0-d tensors, read when the caller needs the numbers.
     """
     logits = output.logits.float()  # (B, U, V); the loss in fp32 even under bf16 autocast
     U = logits.shape[1]
@@ -67,7 +56,9 @@ def joint_loss_terms(
         parts["ctc"] = ctc.detach()
         loss = (1 - ctc_weight) * ce + ctc_weight * ctc
     parts["loss"] = loss.detach()
-    return loss, parts
+    if not sync:
+        return loss, parts
+    return loss, dict(zip(parts, torch.stack(list(parts.values())).tolist(), strict=True))
 
 
-__all__ = ["joint_loss", "joint_loss_terms"]
+__all__ = ["joint_loss"]

@@ -27,7 +27,7 @@ from torch import nn
 
 from seqx.errors import SeqxError
 from seqx.featurize.specaugment import SpecAugment
-from seqx.model.loss import joint_loss_terms
+from seqx.model.loss import joint_loss
 from seqx.model.transformer import ModelDimensions, Seq2SeqTransformer, param_groups
 from seqx.recipe import Recipe
 from seqx.report import Reporter
@@ -202,8 +202,9 @@ class Trainer:
         with quiet:
             with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
                 out = self.net(feats, batch.feat_lens, batch.tokens_in, batch.target_lens)
-                loss, parts = joint_loss_terms(
-                    out, batch.targets, batch.target_lens, self.dims, self.recipe.model.ctc_weight, cfg.label_smoothing
+                loss, parts = joint_loss(
+                    out, batch.targets, batch.target_lens, self.dims, self.recipe.model.ctc_weight,
+                    cfg.label_smoothing, sync=False,
                 )
             value = parts["loss"].item()  # the batch's one device sync: the guard below needs it
             finite = self._all_finite(math.isfinite(value))
