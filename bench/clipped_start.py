@@ -37,8 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from seqx.data.manifest import CLIPPED_SUFFIX, TIGHT_SUFFIX, read_manifest  # noqa: E402
 from seqx.data.noise import NOISE_KINDS, make_noise  # noqa: E402
 from seqx.data.synth import clip_start, corpus_plans  # noqa: E402
+from seqx.decode.bundle import load_bundle  # noqa: E402
 from seqx.decode.transcribe import transcribe_files  # noqa: E402
-from seqx.model.bundle import load_bundle  # noqa: E402
 from seqx.recipe import DEFAULT_RECIPE, Recipe, load_recipe  # noqa: E402
 from seqx.tokenize.text import normalize_text  # noqa: E402
 

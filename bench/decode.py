@@ -36,21 +36,21 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from timing import best_of, fastest  # noqa: E402  (bench/timing.py, beside this script)
+
 from seqx.data.manifest import read_manifest  # noqa: E402
+from seqx.decode.bundle import load_bundle  # noqa: E402
 from seqx.decode.metrics import score_pairs  # noqa: E402
+from seqx.decode.search import beam_search, max_output_len  # noqa: E402
 from seqx.decode.transcribe import (  # noqa: E402
     autocast_for,
     featurize,
-    max_output_len,
     resolve_precision,
     transcribe_files,
 )
 from seqx.featurize.audio import load_audio  # noqa: E402
-from seqx.model.search import beam_search  # noqa: E402
-from seqx.model.bundle import load_bundle  # noqa: E402
 from seqx.recipe import DEFAULT_RECIPE, DecodeSettings, load_recipe  # noqa: E402
 from seqx.tokenize.text import normalize_text  # noqa: E402
-from timing import best_of, fastest  # noqa: E402  (bench/timing.py, beside this script)
 
 CONFIGS = [  # (name, beam, batched, cached, precision; None = the bundle's, `auto` unless the recipe says)
     ("greedy", 1, True, True, None),

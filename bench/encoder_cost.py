@@ -26,10 +26,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from seqx.model.dims import ModelDimensions  # noqa: E402
-from seqx.model.transformer import Seq2SeqTransformer  # noqa: E402
-from seqx.recipe import DEFAULT_RECIPE, load_recipe  # noqa: E402
 from timing import best_of  # noqa: E402  (bench/timing.py, beside this script)
+
+from seqx.model.transformer import ModelDimensions, Seq2SeqTransformer  # noqa: E402
+from seqx.recipe import DEFAULT_RECIPE, load_recipe  # noqa: E402
 
 
 def main() -> None:

@@ -125,8 +125,8 @@ def main() -> None:
         "PocketSphinx, JSGF grammar": run_pocketsphinx(decoder, paths),
     }
     if not args.skip_seqx:
+        from seqx.decode.bundle import load_bundle
         from seqx.decode.transcribe import transcribe_files
-        from seqx.model.bundle import load_bundle
 
         bundle = load_bundle(args.model or recipe.bundle_dir, device="cpu")
         transcribe_files(bundle, paths[:4], bundle.decode)  # warm-up

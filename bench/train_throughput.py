@@ -41,10 +41,8 @@ from torch import Tensor, nn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from seqx.model.attention import make_pad_mask  # noqa: E402
-from seqx.model.dims import ModelDimensions  # noqa: E402
 from seqx.model.loss import joint_loss  # noqa: E402
-from seqx.model.positions import sinusoids  # noqa: E402
-from seqx.model.transformer import ModelOutput, Seq2SeqTransformer  # noqa: E402
+from seqx.model.transformer import ModelDimensions, ModelOutput, Seq2SeqTransformer, sinusoids  # noqa: E402
 from seqx.recipe import load_recipe  # noqa: E402
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib
 
@@ -16,6 +17,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from seqx.errors import SeqxError  # noqa: E402
+from seqx.recipe import Recipe  # noqa: E402
+from seqx.stage import atomic_write  # noqa: E402
+
+if TYPE_CHECKING:
+    from seqx.decode.bundle import Bundle
 
 
 def plot_features(feats: np.ndarray, path: Path, title: str, hop_seconds: float) -> Path:
@@ -82,6 +88,38 @@ def plot_training_curves(rows: list[dict[str, float]], path: Path, title: str) -
 def _save(fig: plt.Figure, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    with atomic_write(path) as tmp:
+        fig.savefig(tmp, dpi=110, format=path.suffix.lstrip(".") or "png")
     plt.close(fig)
     return path
+
+
+def plot_run(recipe: Recipe, bundle: Bundle, target: Path, file: Path | None = None) -> list[Path]:
+    """features.png, alignment.png (greedy transcript of `file`) and, once trained, curves.png.
+
+    `file` defaults to the first test utterance with speech. Returns the paths written.
+    """
+    from seqx.data.manifest import read_manifest
+    from seqx.decode.alignment import cross_attention_weights
+    from seqx.decode.transcribe import featurize, search
+    from seqx.featurize.audio import load_audio
+
+    if file is None:
+        speech = [u for u in read_manifest(recipe.data_dir / "test.jsonl") if u.text.strip()]
+        if not speech:
+            raise SeqxError(f"{recipe.data_dir / 'test.jsonl'}: no utterance with speech to draw")
+        file = Path(speech[0].audio)
+    wave = load_audio(file, bundle.sample_rate)
+    title = f"{file.name}: {bundle.features.kind}"
+    written = [plot_features(bundle.extractor(wave).numpy(), target / "features.png", title, bundle.extractor.hop_seconds)]
+    feats = featurize(bundle, wave)
+    nbests, _ = search(bundle, [feats], bundle.decode.merged(greedy=True))
+    hyp = nbests[0][0]
+    weights, _ = cross_attention_weights(bundle.model, feats, hyp.tokens)
+    labels = [bundle.tokenizer.decode([t]) or "·" for t in hyp.tokens] + ["</s>"]
+    text = bundle.tokenizer.decode(hyp.tokens)
+    written.append(plot_alignment([w.numpy() for w in weights], labels, target / "alignment.png", f'"{text}"'))
+    log = recipe.root / "train_log.jsonl"
+    if log.is_file():
+        written.append(plot_training_curves(read_train_log(log), target / "curves.png", f"training: {recipe.name}"))
+    return written

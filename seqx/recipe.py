@@ -276,6 +276,24 @@ class DecodeSettings(_Section):
     # auto = bf16 on a GPU and on CPUs with native bf16 (AVX512-BF16, AMX), fp32 elsewhere
     precision: Precision = "auto"
 
+    @property
+    def greedy(self) -> bool:
+        """Beam 1 with one answer is greedy search (the same result, without the beam bookkeeping)."""
+        return self.beam == 1 and self.nbest == 1
+
+    def merged(self, **options: Any) -> DecodeSettings:
+        """These settings with the options a caller gave (None = keep), validated again.
+
+        `greedy=True` means beam 1; asking for nbest K widens the beam to at least K,
+        since a beam of B holds at most B answers.
+        """
+        changes = {k: v for k, v in options.items() if v is not None and k != "greedy"}
+        if options.get("greedy"):
+            changes["beam"] = 1
+        if "nbest" in changes:
+            changes["beam"] = max(int(changes.get("beam", self.beam)), int(changes["nbest"]))
+        return DecodeSettings.model_validate({**self.model_dump(), **changes})
+
 
 # ------------------------------------------------------------------------ recipe
 
@@ -352,9 +370,9 @@ DEFAULT_RECIPE = Path("recipes/commands.yaml")
 
 def local_device_kind() -> str:
     """"cuda" when this machine has a GPU, else "cpu": which device profile the stages here use."""
-    import torch  # late: the recipe schema itself should not need torch
+    from seqx.device import device_kind
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    return device_kind()
 
 
 def load_recipe(path: str | Path = DEFAULT_RECIPE, overrides: list[str] | None = None) -> Recipe:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,11 +48,37 @@ def mark_done(folder: Path, key: str, **info: Any) -> None:
     atomic_write_text(folder / STAMP_NAME, json.dumps({"fingerprint": key, **info}, indent=1, default=str))
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write to a temporary file and rename, so a reader never sees half a file."""
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+@contextmanager
+def atomic_write(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path beside `path` to write; on success it is synced and renamed over `path`.
+
+    A reader (or a run after a crash) sees the old file or the whole new one, never half
+    a file: the rename is atomic, and the fsync before it makes sure the bytes are on disk
+    before the name points at them. On an error the temporary file is removed and `path`
+    is left as it was. Every writer of seqx's outputs goes through here:
+
+        with atomic_write(folder / "model.safetensors") as tmp:
+            save_model(model, str(tmp))
+    """
+    path = Path(path)
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    try:
+        yield tmp
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """`atomic_write` for a whole text file at once."""
+    with atomic_write(path) as tmp:
+        tmp.write_text(text)
 
 
 def _plain(part: Any) -> Any:

@@ -7,11 +7,10 @@ from pathlib import Path
 
 import torch
 
+from seqx.decode.bundle import load_bundle, save_bundle
+from seqx.decode.search import greedy_search
 from seqx.featurize.cmvn import Cmvn
-from seqx.model.bundle import load_bundle, save_bundle
-from seqx.model.dims import ModelDimensions
-from seqx.model.search import greedy_search
-from seqx.model.transformer import Seq2SeqTransformer
+from seqx.model.transformer import ModelDimensions, Seq2SeqTransformer
 from seqx.recipe import DecodeSettings, FeatureSettings, ModelSettings, TokenizerSettings
 from seqx.tokenize.tokenizer import train_tokenizer
 

@@ -7,10 +7,10 @@ includes noise-only utterances with empty transcripts, as the default recipe's d
 from __future__ import annotations
 
 import importlib
-from dataclasses import replace
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -22,10 +22,10 @@ from typer.testing import CliRunner
 from seqx.data.manifest import read_manifest, write_manifest
 from seqx.data.noise import NOISE_KINDS, make_noise
 from seqx.data.synth import speech_span
+from seqx.decode.bundle import Bundle, load_bundle
 from seqx.decode.evaluate import evaluate
 from seqx.decode.transcribe import transcribe_files
 from seqx.errors import SeqxError
-from seqx.model.bundle import Bundle, load_bundle
 from seqx.recipe import Recipe, load_recipe
 from seqx.train.stage import run_train_stage
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from seqx.model import ModelDimensions, Seq2SeqTransformer, beam_search, greedy_search, joint_loss
-from seqx.model.search import loop_cut
+from seqx.decode.search import beam_search, greedy_search, loop_cut
+from seqx.model import ModelDimensions, Seq2SeqTransformer, joint_loss
 
 V, BOS, EOS = 12, 1, 2
 TARGETS = [[3, 4, 5], [6, 7], [8], [], [9, 10, 11, 3], [4, 4, 6], [7, 3, 9], [5, 11]]

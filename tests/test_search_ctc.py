@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from seqx.model.ctc_prefix import CTCPrefixScorer
+from seqx.decode.ctc_prefix import CTCPrefixScorer
 
 T, V, BLANK = 4, 3, 0
 

@@ -26,8 +26,7 @@ def test_average_of_two_known_state_dicts(tmp_path: Path) -> None:
 
 
 def test_averaging_a_real_model_keeps_it_loadable(tmp_path: Path) -> None:
-    from seqx.model.dims import ModelDimensions
-    from seqx.model.transformer import Seq2SeqTransformer
+    from seqx.model.transformer import ModelDimensions, Seq2SeqTransformer
 
     dims = ModelDimensions(n_feats=8, vocab_size=12, d_model=16, heads=2, enc_layers=1, dec_layers=1, d_ff=32)
     models = [Seq2SeqTransformer(dims) for _ in range(2)]

@@ -11,8 +11,8 @@ from pathlib import Path
 import yaml
 from test_train_corpus import PHRASES, speak, tiny_recipe
 
+from seqx.decode.bundle import load_bundle
 from seqx.featurize.store import FeatureStore
-from seqx.model.bundle import load_bundle
 from seqx.train.batching import LengthBucketSampler
 from seqx.train.checkpoint import load_checkpoint
 

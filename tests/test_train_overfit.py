@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 from test_train_corpus import PHRASES, one_thread, speak, tiny_recipe  # noqa: F401
 
+from seqx.decode.bundle import load_bundle
 from seqx.decode.transcribe import transcribe_files
-from seqx.model.bundle import load_bundle
 from seqx.report import Collect
 from seqx.train.stage import run_train_stage
-
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -8,20 +8,18 @@ from dataclasses import asdict
 
 from rich.table import Table
 
-from seqx.cli.app import (
+from seqx.cli.common import (
     ForceOpt,
     JsonOpt,
     RecipeArg,
     RichReporter,
     SetOpt,
-    app,
     load_for_this_machine,
     out,
 )
 from seqx.recipe import DEFAULT_RECIPE
 
 
-@app.command()
 def data(
     recipe: RecipeArg = DEFAULT_RECIPE, overrides: SetOpt = None, force: ForceOpt = False, json_out: JsonOpt = False
 ) -> None:

@@ -7,22 +7,20 @@ import sys
 from pathlib import Path
 from typing import Annotated, Optional, get_args
 
-import torch
 import typer
 from rich.table import Table
 
-from seqx.cli.app import (
+from seqx.cli.common import (
     JsonOpt,
     RecipeArg,
     RichReporter,
     SetOpt,
-    app,
     load_for_this_machine,
     out,
     print_error,
 )
 from seqx.errors import SeqxError
-from seqx.recipe import DEFAULT_RECIPE, DecodeSettings, Precision, load_recipe
+from seqx.recipe import DEFAULT_RECIPE, Precision
 
 ModelOpt = Annotated[
     Optional[Path],
@@ -53,22 +51,14 @@ PrecisionOpt = Annotated[
 ]
 
 
-def _device(name: str) -> str:
-    if name == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise SeqxError(f"--device {name}: no CUDA device is available")
-    return name
+def _bundle(  # noqa: ANN202 (Bundle import is lazy)
+    model: Path | None, device: str, recipe: Path = DEFAULT_RECIPE, overrides: list[str] | None = None
+):
+    from seqx.decode.bundle import load_bundle, locate_bundle
 
-
-def _bundle(model: Path | None, device: str):  # noqa: ANN202 (Bundle import is lazy)
-    from seqx.model.bundle import load_bundle
-
-    folder = model or load_recipe(DEFAULT_RECIPE).bundle_dir
-    if not (folder / "config.json").is_file():
-        hint = "" if model else f": run `seqx train {DEFAULT_RECIPE}` first, or pass --model DIR"
-        raise SeqxError(f"{folder}: no trained model bundle here{hint}")
-    return load_bundle(folder, device=_device(device))
+    # the recipe is read only when it is needed: --model works from any folder
+    default = model or load_for_this_machine(recipe, overrides, device).bundle_dir
+    return load_bundle(locate_bundle(model, default, recipe), device=device)
 
 
 def _check_precision(precision: str | None) -> None:
@@ -78,33 +68,6 @@ def _check_precision(precision: str | None) -> None:
         raise SeqxError(f"--precision {precision}: expected {', '.join(choices[:-1])} or {choices[-1]}")
 
 
-def _settings(
-    base: DecodeSettings,
-    beam: int | None,
-    greedy: bool,
-    nbest: int | None,
-    ctc: float | None,
-    precision: str | None = None,
-    max_ctc_gap: float | None = None,
-) -> DecodeSettings:
-    changes: dict[str, object] = {}
-    if max_ctc_gap is not None:
-        changes["max_ctc_gap"] = max_ctc_gap
-    if precision is not None:
-        changes["precision"] = precision
-    if greedy:
-        changes["beam"] = 1
-    elif beam is not None:
-        changes["beam"] = beam
-    if nbest is not None:
-        changes["nbest"] = nbest
-        changes["beam"] = max(int(changes.get("beam", base.beam)), nbest)
-    if ctc is not None:
-        changes["ctc_weight"] = ctc
-    return DecodeSettings.model_validate({**base.model_dump(), **changes})
-
-
-@app.command()
 def transcribe(
     files: Annotated[list[str], typer.Argument(help="Audio files, folders of them, or - to read paths from stdin.")],
     model: ModelOpt = None,
@@ -126,7 +89,9 @@ def transcribe(
     if not paths:
         raise SeqxError("no audio files given (folders are searched for .wav/.flac/.ogg/.mp3)")
     bundle = _bundle(model, device)
-    settings = _settings(bundle.decode, beam, greedy, nbest, ctc_weight, precision, max_ctc_gap)
+    settings = bundle.decode.merged(
+        beam=beam, greedy=greedy, nbest=nbest, ctc_weight=ctc_weight, precision=precision, max_ctc_gap=max_ctc_gap
+    )
     with RichReporter() as reporter:
         # text mode prints each unreadable file's error in its place below; JSON mode keeps the warning on stderr
         results = transcribe_files(bundle, paths, settings, reporter=reporter, warn_unreadable=json_out)
@@ -146,7 +111,6 @@ def transcribe(
         raise typer.Exit(1)
 
 
-@app.command()
 def evaluate(
     recipe: RecipeArg = DEFAULT_RECIPE,
     split: Annotated[str, typer.Option("--split", help="Which split to score.")] = "test",
@@ -166,9 +130,11 @@ def evaluate(
     from seqx.decode.evaluate import evaluate as run_evaluate
 
     _check_precision(precision)
-    loaded = load_for_this_machine(recipe, overrides, device if device != "auto" else None)
-    bundle = _bundle(model or loaded.bundle_dir, device)
-    settings = _settings(bundle.decode, beam, greedy, None, ctc_weight, precision, max_ctc_gap)
+    loaded = load_for_this_machine(recipe, overrides, device)
+    bundle = _bundle(model, device, recipe, overrides)
+    settings = bundle.decode.merged(
+        beam=beam, greedy=greedy, ctc_weight=ctc_weight, precision=precision, max_ctc_gap=max_ctc_gap
+    )
     with RichReporter() as reporter:
         report = run_evaluate(loaded, bundle, settings, split=split, reporter=reporter, limit=limit, tag=tag)
     if json_out:

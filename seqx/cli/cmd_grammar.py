@@ -9,11 +9,10 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from seqx.cli.app import JsonOpt, SetOpt, app, out
+from seqx.cli.common import JsonOpt, SetOpt, out
 from seqx.recipe import DEFAULT_RECIPE
 
 
-@app.command()
 def grammar(
     path: Annotated[Path, typer.Argument(help="A recipe, or a grammar file: .jsgf/.gram, .txt (phrases), .yaml.")] = (
         DEFAULT_RECIPE

@@ -7,12 +7,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from seqx.cli.app import RecipeArg, SetOpt, app, load_for_this_machine, out
-from seqx.errors import SeqxError
+from seqx.cli.common import RecipeArg, SetOpt, load_for_this_machine, out
 from seqx.recipe import DEFAULT_RECIPE
 
 
-@app.command()
 def plot(
     recipe: RecipeArg = DEFAULT_RECIPE,
     file: Annotated[
@@ -23,38 +21,10 @@ def plot(
     overrides: SetOpt = None,
 ) -> None:
     """Write features.png, alignment.png and curves.png for a trained recipe."""
-    from seqx.data.manifest import read_manifest
-    from seqx.decode.transcribe import featurize, search
-    from seqx.featurize.audio import load_audio
-    from seqx.model.alignment import cross_attention_weights
-    from seqx.model.bundle import load_bundle
-    from seqx.plots import plot_alignment, plot_features, plot_training_curves, read_train_log
+    from seqx.decode.bundle import load_bundle, locate_bundle
+    from seqx.plots import plot_run
 
     loaded = load_for_this_machine(recipe, overrides)
-    folder = model or loaded.bundle_dir
-    if not (folder / "config.json").is_file():
-        raise SeqxError(f"{folder}: no trained model bundle here: run `seqx train {recipe}` first")
-    bundle = load_bundle(folder, device="cpu")
-    target = out_dir or loaded.root / "plots"
-    if file is None:
-        speech = [u for u in read_manifest(loaded.data_dir / "test.jsonl") if u.text.strip()]
-        if not speech:
-            raise SeqxError(f"{loaded.data_dir / 'test.jsonl'}: no utterance with speech to draw")
-        file = Path(speech[0].audio)
-
-    wave = load_audio(file, bundle.sample_rate)
-    raw = bundle.extractor(wave)
-    written = [plot_features(raw.numpy(), target / "features.png", f"{file.name}: {bundle.features.kind}", bundle.extractor.hop_seconds)]
-
-    feats = featurize(bundle, wave)
-    hyp = search(bundle, [feats], bundle.decode.model_copy(update={"beam": 1, "nbest": 1}))[0][0]
-    weights, _ = cross_attention_weights(bundle.model, feats, hyp.tokens)
-    labels = [bundle.tokenizer.decode([t]) or "·" for t in hyp.tokens] + ["</s>"]
-    text = bundle.tokenizer.decode(hyp.tokens)
-    written.append(plot_alignment([w.numpy() for w in weights], labels, target / "alignment.png", f'"{text}"'))
-
-    log = loaded.root / "train_log.jsonl"
-    if log.is_file():
-        written.append(plot_training_curves(read_train_log(log), target / "curves.png", f"training: {loaded.name}"))
-    for path in written:
+    bundle = load_bundle(locate_bundle(model, loaded.bundle_dir, recipe), device="cpu")
+    for path in plot_run(loaded, bundle, out_dir or loaded.root / "plots", file):
         out.print(str(path), highlight=False)

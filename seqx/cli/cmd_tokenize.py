@@ -9,20 +9,18 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from seqx.cli.app import (
+from seqx.cli.common import (
     ForceOpt,
     JsonOpt,
     RecipeArg,
     RichReporter,
     SetOpt,
-    app,
     load_for_this_machine,
     out,
 )
 from seqx.recipe import DEFAULT_RECIPE
 
 
-@app.command()
 def tokenize(
     recipe: RecipeArg = DEFAULT_RECIPE,
     show: Annotated[Optional[str], typer.Option("--show", help="Print the pieces and ids of this text.")] = None,

@@ -5,22 +5,21 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich.table import Table
 
-from seqx.cli.app import RECIPE_HELP, SET_HELP, RichReporter, app, out
+from seqx.cli.common import JsonOpt, RecipeArg, RichReporter, SetOpt, out
+from seqx.recipe import DEFAULT_RECIPE
 
 
-@app.command()
 def train(
-    recipe: Annotated[Path, typer.Argument(help=RECIPE_HELP)] = Path("recipes/commands.yaml"),
-    overrides: Annotated[Optional[list[str]], typer.Option("--set", help=SET_HELP)] = None,
+    recipe: RecipeArg = DEFAULT_RECIPE,
+    overrides: SetOpt = None,
     device: Annotated[Optional[str], typer.Option("--device", help="cpu, cuda, cuda:N or auto (default: train.device).")] = None,
     restart: Annotated[bool, typer.Option("--restart", help="Discard checkpoints and start over.")] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable report.")] = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Train the model (running data, featurize and tokenize first when needed); resumes after an interruption."""
     from seqx.recipe import load_recipe

@@ -8,11 +8,11 @@ read back as absolute paths so nobody downstream cares where the cwd is.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from seqx.errors import SeqxError
+from seqx.stage import atomic_write
 
 CLIPPED_SUFFIX = "-clipped"  # id (and file name) ending of a synthetic command whose start is cut off
 TIGHT_SUFFIX = "-tight"  # ... of a synthetic command, whole, whose recording starts with the voice (no lead-in)
@@ -57,12 +57,10 @@ def write_manifest(path: str | Path, utts: list[Utterance]) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     base = path.resolve().parent
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    with tmp.open("w") as handle:
+    with atomic_write(path) as tmp, tmp.open("w") as handle:
         for utt in utts:
             row = asdict(utt)
             audio = Path(utt.audio).resolve()
             if audio.is_relative_to(base):
                 row["audio"] = str(audio.relative_to(base))
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)

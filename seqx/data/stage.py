@@ -14,7 +14,7 @@ from seqx.data.synth import SPLITS, synthesize
 from seqx.errors import SeqxError
 from seqx.recipe import Recipe
 from seqx.report import Collect, Reporter
-from seqx.stage import file_signature, fingerprint, is_fresh, mark_done
+from seqx.stage import atomic_write_text, file_signature, fingerprint, is_fresh, mark_done
 
 # bump when the stage's output changes for the same settings
 # 2: commands drawn from the grammar by template (not uniform over listed sentences), held out by hash
@@ -62,7 +62,7 @@ def run_data_stage(recipe: Recipe, reporter: Reporter | None = None, force: bool
         return _report(out_dir, True, manifests, [])
     if recipe.data.source == "synth":
         manifests, heldout, skipped = synthesize(recipe.data, out_dir, reporter)
-        (out_dir / "heldout_commands.txt").write_text("".join(c + "\n" for c in heldout))
+        atomic_write_text(out_dir / "heldout_commands.txt", "".join(c + "\n" for c in heldout))
     else:
         manifests, skipped = _import(recipe, reporter)
     for split, utts in manifests.items():

@@ -21,7 +21,12 @@ from seqx.model.transformer import Seq2SeqTransformer
 
 def ctc_gaps(model: Seq2SeqTransformer, memory: Tensor, mem_lens: Tensor, transcripts: list[list[int]]) -> Tensor:
     """(B,) gap per utterance for the token sequences `transcripts`; the model needs a CTC head."""
-    logp = model.ctc_logprobs(memory)  # (B, S, V) float32
+    return ctc_gaps_from(model.ctc_logprobs(memory), mem_lens, transcripts, model.dims.blank_id)
+
+
+def ctc_gaps_from(logp: Tensor, mem_lens: Tensor, transcripts: list[list[int]], blank: int) -> Tensor:
+    """(B,) gap per utterance for the token sequences `transcripts`, from the CTC head's
+    log-posteriors logp (B, S, V) float32 (`model.ctc_logprobs(memory)`)."""
     pad = make_pad_mask(mem_lens, logp.shape[1])  # (B, S)
     best = logp.max(dim=-1).values.masked_fill(pad, 0.0).sum(dim=1)  # (B,)
     lengths = torch.tensor([len(t) for t in transcripts], dtype=torch.long, device=logp.device)
@@ -32,7 +37,7 @@ def ctc_gaps(model: Seq2SeqTransformer, memory: Tensor, mem_lens: Tensor, transc
         targets,
         mem_lens,
         lengths,
-        blank=model.dims.blank_id,
+        blank=blank,
         reduction="none",
         zero_infinity=False,  # a transcript no alignment allows gets an infinite gap: rejected
     )

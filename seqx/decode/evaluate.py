@@ -16,13 +16,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from seqx.data.manifest import CLIPPED_SUFFIX, TIGHT_SUFFIX, read_manifest
+from seqx.decode.bundle import Bundle
 from seqx.decode.metrics import Scores, UtteranceErrors, pool, utterance_errors
 from seqx.decode.transcribe import Result, resolve_precision, transcribe_files
 from seqx.errors import SeqxError
-from seqx.model.bundle import Bundle
 from seqx.recipe import DecodeSettings, Recipe
 from seqx.report import Collect, Reporter
-from seqx.stage import atomic_write_text
+from seqx.stage import atomic_write, atomic_write_text
 from seqx.tokenize.text import normalize_text
 
 
@@ -108,11 +108,9 @@ def _heldout_commands(path: Path, bundle: Bundle) -> set[str]:
 def _write_details(
     path: Path, utts: list, references: list[str], results: list[Result], errors: list[UtteranceErrors]
 ) -> None:
-    tmp = path.with_suffix(".tsv.tmp")
-    with tmp.open("w", newline="") as handle:
+    with atomic_write(path) as tmp, tmp.open("w", newline="") as handle:
         writer = csv.writer(handle, delimiter="\t")
         writer.writerow(["id", "reference", "hypothesis", "errors", "confidence", "ctc_gap", "error"])
         for utt, ref, res, err in zip(utts, references, results, errors):
             gap = "" if res.ctc_gap is None else f"{res.ctc_gap:.3f}"  # to choose decode.max_ctc_gap by
             writer.writerow([utt.id, ref, res.text, err.word_errors, f"{res.confidence:.3f}", gap, res.error or ""])
-    tmp.replace(path)

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import torch
 
-from seqx.decode.ctc_gap import ctc_gaps
+from seqx.decode.bundle import Bundle
+from seqx.decode.ctc_gap import ctc_gaps_from
+from seqx.decode.search import Hypothesis, decode_batch
 from seqx.errors import AudioError
 from seqx.featurize.audio import load_audio
-from seqx.model.bundle import Bundle
-from seqx.model.search import Hypothesis, beam_search, greedy_search
 from seqx.recipe import DecodeSettings
 from seqx.report import Collect, Reporter
 
@@ -66,48 +66,24 @@ def search(
     bundle: Bundle, feats: list[torch.Tensor], settings: DecodeSettings, use_cache: bool = True
 ) -> tuple[list[list[Hypothesis]], list[float | None]]:
     """n-best hypotheses for a batch of (already normalized) feature matrices, and the CTC gap
-    of each best one (None without a CTC head or an hypothesis)."""
-    nbests, memory, mem_lens = _search(bundle, feats, settings, use_cache)
-    if not bundle.dims.ctc:
-        return nbests, [None] * len(nbests)
-    with torch.inference_mode():
-        gaps = ctc_gaps(bundle.model, memory.float(), mem_lens, [h[0].tokens if h else [] for h in nbests])
-    return nbests, [g if h else None for g, h in zip(gaps.tolist(), nbests, strict=True)]
+    of each best one (None without a CTC head or an hypothesis).
 
-
-def _search(
-    bundle: Bundle, feats: list[torch.Tensor], settings: DecodeSettings, use_cache: bool
-) -> tuple[list[list[Hypothesis]], torch.Tensor, torch.Tensor]:
-    device = bundle.device
+    The CTC head's log-posteriors are computed once per batch, in fp32 outside autocast,
+    and shared by the search's CTC prefix scorer and the gap guard.
+    """
+    device, model = bundle.device, bundle.model
     lengths = torch.tensor([f.shape[0] for f in feats], device=device)
     batch = torch.nn.utils.rnn.pad_sequence(feats, batch_first=True).to(device)
-    with torch.inference_mode(), autocast_for(device, settings.precision):
-        memory, mem_lens = bundle.model.encode(batch, lengths)
-        max_len = max_output_len(mem_lens, settings)
-        if settings.beam == 1 and settings.nbest == 1:
-            greedy = greedy_search(bundle.model, memory, mem_lens, max_len, use_cache=use_cache)
-            return [[h] for h in greedy], memory, mem_lens
-        ctc_weight = settings.ctc_weight if bundle.dims.ctc else 0.0
-        nbests = beam_search(
-            bundle.model,
-            memory,
-            mem_lens,
-            beam=settings.beam,
-            nbest=settings.nbest,
-            ctc_weight=ctc_weight,
-            length_penalty=settings.length_penalty,
-            max_len=max_len,
-            use_cache=use_cache,
-        )
-        return nbests, memory, mem_lens
-
-
-def max_output_len(mem_lens: torch.Tensor, settings: DecodeSettings) -> torch.Tensor:
-    """(B,) longest output per utterance: no longer than the encoder input allows, never past max_len.
-
-    This is what stops a runaway hypothesis on a short clip.
-    """
-    return torch.clamp((mem_lens.float() * settings.max_len_ratio).ceil().long() + 2, max=settings.max_len)
+    with torch.inference_mode():
+        with autocast_for(device, settings.precision):
+            memory, mem_lens = model.encode(batch, lengths)
+        ctc = model.ctc_logprobs(memory.float()) if bundle.dims.ctc else None
+        with autocast_for(device, settings.precision):
+            nbests = decode_batch(model, memory, mem_lens, settings, use_cache=use_cache, ctc_logprobs=ctc)
+        if ctc is None:
+            return nbests, [None] * len(nbests)
+        gaps = ctc_gaps_from(ctc, mem_lens, [h[0].tokens if h else [] for h in nbests], bundle.dims.blank_id)
+    return nbests, [g if h else None for g, h in zip(gaps.tolist(), nbests, strict=True)]
 
 
 def loudness_dbfs(wave: torch.Tensor, sample_rate: int) -> float:

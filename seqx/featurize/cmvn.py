@@ -13,6 +13,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from seqx.stage import atomic_write_text
+
 STD_FLOOR = 1e-5  # a constant feature dimension must not divide by zero
 
 
@@ -53,7 +55,7 @@ class Cmvn:
         return cls(torch.tensor(raw["mean"]), torch.tensor(raw["std"]))
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict()))
+        atomic_write_text(path, json.dumps(self.to_dict()))
 
     @classmethod
     def load(cls, path: str | Path) -> Cmvn:

@@ -30,8 +30,8 @@ from seqx.featurize.features import FeatureExtractor
 from seqx.featurize.store import FeatureStoreWriter, to_float16
 from seqx.recipe import FeatureSettings, Recipe
 from seqx.report import Collect, Reporter
-from seqx.stage import STAMP_NAME, fingerprint, is_fresh, mark_done
-from seqx.tokenize.text import normalize_text
+from seqx.stage import STAMP_NAME, atomic_write_text, fingerprint, is_fresh, mark_done
+from seqx.tokenize.text import NORMALIZATION, normalize_text
 
 STAGE_VERSION = 2  # bump when the store's content changes for the same settings
 SUMMARY = "summary.json"
@@ -91,13 +91,15 @@ def _featurize_one(path: str) -> Result:
 def featurize_stage_key(recipe: Recipe, utts: dict[str, list[Utterance]]) -> str:
     """Settings that shape the store, plus every manifest and audio file by size and mtime.
 
-    Workers and SpecAugment do not change what is stored, so they are left out;
-    the text normalization does (the index holds normalized transcripts).
+    Workers and SpecAugment do not change what is stored, so they are left out; the
+    text normalization does (the index holds normalized transcripts), but not the rest of
+    the tokenizer: a new vocabulary size must not featurize the corpus again.
     """
     features = recipe.features.model_dump(exclude={"workers", "specaugment", "spec"})
+    normalization = recipe.tokenizer.model_dump(include=set(NORMALIZATION))
     manifests = [recipe.data_dir / f"{s}.jsonl" for s in SPLITS]
     audio = [_signature(u.audio) for split in SPLITS for u in utts[split]]
-    return fingerprint(STAGE_VERSION, features, recipe.data.sample_rate, recipe.tokenizer, manifests, audio)
+    return fingerprint(STAGE_VERSION, features, recipe.data.sample_rate, normalization, manifests, audio)
 
 
 def _signature(path: str) -> tuple[str, int, int]:
@@ -194,7 +196,7 @@ class _Featurizer:
 
 def _save_summary(out_dir: Path, report: FeaturizeReport) -> None:
     raw = asdict(report)
-    (out_dir / SUMMARY).write_text(json.dumps(raw, indent=1))
+    atomic_write_text(out_dir / SUMMARY, json.dumps(raw, indent=1))
 
 
 def _load_summary(out_dir: Path) -> FeaturizeReport:

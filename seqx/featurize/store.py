@@ -12,12 +12,12 @@ split). A shard is closed once it passes `shard_mb`.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 
 from seqx.errors import SeqxError
+from seqx.stage import atomic_write_text
 
 INDEX = "index.json"
 F16_MAX = float(np.finfo(np.float16).max)  # 65504
@@ -84,9 +84,7 @@ class FeatureStoreWriter:
             "offset": self.offset,
             "length": self.length,
         }
-        tmp = self.folder / f"{INDEX}.tmp{os.getpid()}"
-        tmp.write_text(json.dumps(index))
-        os.replace(tmp, self.folder / INDEX)
+        atomic_write_text(self.folder / INDEX, json.dumps(index))
 
 
 class FeatureStore:

@@ -1,19 +1,13 @@
-"""The Transformer encoder-decoder, its loss and its search (see docs/model.md)."""
+"""The Transformer encoder-decoder and its loss: the network only (decoding is seqx/decode/)."""
 
-from seqx.model.cache import DecodeCache
-from seqx.model.dims import ModelDimensions
 from seqx.model.loss import joint_loss
-from seqx.model.search import Hypothesis, beam_search, greedy_search
-from seqx.model.transformer import ModelOutput, Seq2SeqTransformer, param_groups
+from seqx.model.transformer import DecodeCache, ModelDimensions, ModelOutput, Seq2SeqTransformer, param_groups
 
 __all__ = [
     "DecodeCache",
-    "Hypothesis",
     "ModelDimensions",
     "ModelOutput",
     "Seq2SeqTransformer",
-    "beam_search",
-    "greedy_search",
     "joint_loss",
     "param_groups",
 ]

@@ -13,8 +13,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqx.model.cache import AttentionCache
-
 
 def make_pad_mask(lens: Tensor, max_len: int | None = None) -> Tensor:
     """(B, T) True at padded positions (icefall's convention), from integer lengths (B,)."""
@@ -30,6 +28,27 @@ def key_mask(lens: Tensor, max_len: int) -> Tensor:
 def causal_mask(size: int, device: torch.device | None = None) -> Tensor:
     """(1, 1, U, U) lower-triangular: position u sees positions <= u (the future never changes the past)."""
     return torch.ones(size, size, dtype=torch.bool, device=device).tril()[None, None]
+
+
+class AttentionCache:
+    """Keys and values of one attention module, (B, H, T, dh) each.
+
+    `group` > 1 (cross-attention in beam search): each K/V row serves `group` consecutive
+    query rows, the beams of one utterance, so the encoder output is neither copied per
+    beam nor read once per beam.
+    """
+
+    def __init__(self) -> None:
+        self.k: Tensor | None = None
+        self.v: Tensor | None = None
+        self.group = 1
+
+    def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Self-attention: add this step's keys/values (B, H, t, dh); return the whole history."""
+        if self.k is not None and self.v is not None:
+            k, v = torch.cat([self.k, k], dim=2), torch.cat([self.v, v], dim=2)  # (B, H, T + t, dh)
+        self.k, self.v = k, v
+        return k, v
 
 
 SHORT_QUERY = 16  # up to this many queries per row, the CPU takes the written-out path

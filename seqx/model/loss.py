@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from seqx.model.attention import make_pad_mask
-from seqx.model.dims import ModelDimensions
-from seqx.model.transformer import ModelOutput
+from seqx.model.transformer import ModelDimensions, ModelOutput
 
 
 def joint_loss(
@@ -17,7 +17,9 @@ def joint_loss(
     dims: ModelDimensions,
     ctc_weight: float,
     label_smoothing: float,
-) -> tuple[Tensor, dict[str, float]]:
+    *,
+    sync: bool = True,
+) -> tuple[Tensor, dict[str, float]] | tuple[Tensor, dict[str, Tensor]]:
     """(1 - w) * CE + w * CTC, both per target token.
 
     targets (B, U) = y + [eos], padded with anything; target_lens (B,) counts the eos.
@@ -25,7 +27,8 @@ def joint_loss(
     CTC: -log p(y | x) (targets without eos; length 0 is legal) summed over the batch and
     divided by the same token count, so both terms share one scale and an empty
     transcript never divides by zero. zero_infinity drops impossible alignments.
-    Returns the loss and its parts as floats: {"loss", "ce", "ctc"}.
+    Returns the loss and its parts {"ce", "ctc", "loss"}: floats (one device sync for all),
+    or with `sync=False` detached 0-d tensors, read when the caller needs the numbers.
     """
     logits = output.logits.float()  # (B, U, V); the loss in fp32 even under bf16 autocast
     U = logits.shape[1]
@@ -35,7 +38,7 @@ def joint_loss(
         logits.transpose(1, 2), targets[:, :U].masked_fill(pad, -100), ignore_index=-100,
         label_smoothing=label_smoothing, reduction="sum",
     ) / tokens
-    parts = {"ce": ce.item()}
+    parts = {"ce": ce.detach()}
     loss = ce
     if ctc_weight > 0 and output.ctc_logprobs is not None:
         ctc_lens = (target_lens - 1).clamp(min=0)  # drop the eos
@@ -50,10 +53,12 @@ def joint_loss(
             reduction="sum",
             zero_infinity=True,
         ) / tokens
-        parts["ctc"] = ctc.item()
+        parts["ctc"] = ctc.detach()
         loss = (1 - ctc_weight) * ce + ctc_weight * ctc
-    parts["loss"] = loss.item()
-    return loss, parts
+    parts["loss"] = loss.detach()
+    if not sync:
+        return loss, parts
+    return loss, dict(zip(parts, torch.stack(list(parts.values())).tolist(), strict=True))
 
 
 __all__ = ["joint_loss"]

@@ -27,6 +27,12 @@ class TokenizeReport:
     sentences: int
 
 
+def tokenize_stage_key(recipe: Recipe, words: list[str] | None = None) -> str:
+    """The tokenizer depends on its settings, the training transcripts and the grammar's words."""
+    words = grammar_words(recipe) if words is None else words
+    return fingerprint(recipe.tokenizer, recipe.data_dir / "train.jsonl", words)
+
+
 def run_tokenize_stage(recipe: Recipe, reporter: Reporter | None = None, force: bool = False) -> TokenizeReport:
     reporter = reporter or Collect()
     if not manifests_exist(recipe):
@@ -35,7 +41,7 @@ def run_tokenize_stage(recipe: Recipe, reporter: Reporter | None = None, force: 
     out_dir = recipe.tokenizer_dir
     texts = [u.text for u in read_manifest(train_manifest)]
     words = grammar_words(recipe)
-    key = fingerprint(recipe.tokenizer, train_manifest, words)
+    key = tokenize_stage_key(recipe, words)
     if not force and is_fresh(out_dir, key):
         return TokenizeReport(str(out_dir), True, Tokenizer.load(out_dir).vocab_size, len(texts))
     tokenizer = train_tokenizer(texts + words, out_dir, recipe.tokenizer)

@@ -20,6 +20,7 @@ _ONES = (
 ).split()
 _TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
 _PUNCT = re.compile(r"[^\w\s']|_")
+NORMALIZATION = ("lowercase", "punctuation", "numbers")  # the TokenizerSettings that normalize_text reads
 
 
 def number_words(n: int) -> str:

@@ -17,6 +17,7 @@ import sentencepiece as spm
 
 from seqx.errors import SeqxError
 from seqx.recipe import TokenizerSettings
+from seqx.stage import atomic_write, atomic_write_text
 from seqx.tokenize.text import normalize_text
 
 PAD, UNK, BOS, EOS, BLANK = "<pad>", "<unk>", "<s>", "</s>", "<blank>"
@@ -98,6 +99,7 @@ def train_tokenizer(texts: Iterable[str], out_dir: str | Path, settings: Tokeniz
                 f"the largest that works is {match.group(1)}"
             ) from None
         raise SeqxError(f"tokenizer: sentencepiece failed: {str(err).splitlines()[0]}") from None
-    (out_dir / MODEL_NAME).write_bytes(model.getvalue())
-    (out_dir / SETTINGS_NAME).write_text(json.dumps(settings.model_dump(), indent=1))
+    with atomic_write(out_dir / MODEL_NAME) as tmp:
+        tmp.write_bytes(model.getvalue())
+    atomic_write_text(out_dir / SETTINGS_NAME, json.dumps(settings.model_dump(), indent=1))
     return Tokenizer(out_dir / MODEL_NAME, settings)

@@ -1,20 +1,19 @@
-"""The training loop: steps, accumulation, NaN guard, validation, checkpoints, resume.
+"""The training loop: steps, accumulation, NaN guard, validation at each epoch's end.
 
-One optimizer step = `accum_steps` batches. Everything a resumed run needs to go
-on as if it had never stopped is in the checkpoint: weights, AdamW moments, the
-step (the schedule is a pure function of it), the epoch and the number of its
-batches already consumed (the sampler is a pure function of seed and epoch), and
-every rank's RNG states. The DataLoader gets its own generator so that creating
-one mid-epoch does not draw from the global RNG, which dropout and SpecAugment use.
+One optimizer step = `accum_steps` batches. Checkpoint keeping (save, prune, RNG
+states, resume, best-N) is in checkpoint.py, the log (jsonl, TensorBoard) in log.py.
+A resumed run goes on as if it had never stopped: the schedule is a pure function of
+the step, the sampler of seed and epoch (and the batches of it already consumed), and
+the RNG states come back from the checkpoint. The DataLoader gets its own generator so
+that creating one mid-epoch does not draw from the global RNG, which dropout and
+SpecAugment use. The loss is read back from the device once per batch, for the NaN
+guard (which must decide before the backward pass) and the progress line.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import random
-import shutil
 import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
@@ -28,21 +27,20 @@ from torch import nn
 
 from seqx.errors import SeqxError
 from seqx.featurize.specaugment import SpecAugment
-from seqx.model.dims import ModelDimensions
 from seqx.model.loss import joint_loss
-from seqx.model.transformer import Seq2SeqTransformer, param_groups
+from seqx.model.transformer import ModelDimensions, Seq2SeqTransformer, param_groups
 from seqx.recipe import Recipe
 from seqx.report import Reporter
 from seqx.tokenize.tokenizer import Tokenizer
 from seqx.train.batching import LengthBucketSampler
-from seqx.train.checkpoint import average_checkpoints, load_checkpoint, save_checkpoint
+from seqx.train.checkpoint import LAST, CheckpointKeeper, average_checkpoints
 from seqx.train.dataset import Batch, Collate, UtteranceDataset
 from seqx.train.distributed import DistInfo
+from seqx.train.log import LOG, TrainLog
 from seqx.train.schedule import learning_rate
 from seqx.train.validate import ValidResult, validate
 
-LAST = "last.pt"
-LOG = "train_log.jsonl"
+__all__ = ["LAST", "LOG", "TrainReport", "TrainState", "Trainer"]
 
 
 @dataclass
@@ -76,23 +74,6 @@ class TrainState:
     bad_epochs: int = 0  # epochs since valid WER last improved
     stopped_early: bool = False
     epochs: list[dict[str, Any]] = field(default_factory=list)  # per epoch: step, valid loss/WER, checkpoint
-
-
-def rng_state(device: torch.device) -> dict[str, Any]:
-    return {
-        "python": random.getstate(),
-        "numpy": np.random.get_state(),
-        "torch": torch.get_rng_state(),
-        "cuda": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
-    }
-
-
-def set_rng_state(state: dict[str, Any], device: torch.device) -> None:
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
-    torch.set_rng_state(state["torch"])
-    if device.type == "cuda" and state.get("cuda") is not None:
-        torch.cuda.set_rng_state(state["cuda"], device)
 
 
 class Trainer:
@@ -136,7 +117,8 @@ class Trainer:
         )
         self.collate = Collate(tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id)
         self.state = TrainState()
-        self.tb = None  # opened in fit(), once the step to resume from is known
+        self.checkpoints = CheckpointKeeper(self.ckpt_dir, run_key, self.settings, dist_info, device)
+        self.log = TrainLog(recipe.root, recipe.tb_dir, dist_info.is_main)
 
     def _seed_rank(self) -> None:
         seed = self.settings.seed * 1000 + self.dist.rank + 1
@@ -147,21 +129,13 @@ class Trainer:
     # ------------------------------------------------------------------ resume
 
     def resume(self, path: Path) -> None:
-        ckpt = load_checkpoint(path)
-        if ckpt.get("run_key") != self.run_key:
-            raise SeqxError(
-                f"{path}: made with other settings or data than this recipe; "
-                "run `seqx train RECIPE --restart` to start over"
-            )
+        ckpt = self.checkpoints.load(path)  # checks the run key, restores this rank's RNG state
         self.model.load_state_dict(ckpt["model"])
         self.optimizer.load_state_dict(ckpt["optimizer"])
         self.state = TrainState(**ckpt["state"])
         self.sampler.load_state_dict(ckpt["sampler"])
         self.state.batch_in_epoch = self.sampler.position
-        states = ckpt["rng"]
-        set_rng_state(states[self.dist.rank % len(states)], self.device)
-        if self.dist.is_main:
-            _truncate_log(self.recipe.root / LOG, self.state.step)
+        self.log.truncate(self.state.step)
 
     # -------------------------------------------------------------------- loop
 
@@ -175,11 +149,7 @@ class Trainer:
     def fit(self) -> TrainState:
         s, cfg = self.state, self.settings
         total = self.total_steps()
-        if self.dist.is_main and self.tb is None:
-            from torch.utils.tensorboard import SummaryWriter
-
-            # purge_step: events written after the checkpoint by an interrupted run are dropped
-            self.tb = SummaryWriter(str(self.recipe.tb_dir), purge_step=s.step + 1 if s.step else None)
+        self.log.open(s.step)
         while s.epoch < cfg.epochs and not s.stopped_early:
             self.sampler.set_epoch(s.epoch)
             self.sampler.position = s.batch_in_epoch
@@ -233,15 +203,17 @@ class Trainer:
             with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
                 out = self.net(feats, batch.feat_lens, batch.tokens_in, batch.target_lens)
                 loss, parts = joint_loss(
-                    out, batch.targets, batch.target_lens, self.dims, self.recipe.model.ctc_weight, cfg.label_smoothing
+                    out, batch.targets, batch.target_lens, self.dims, self.recipe.model.ctc_weight,
+                    cfg.label_smoothing, sync=False,
                 )
-            finite = self._all_finite(math.isfinite(parts["loss"]))
+            value = parts["loss"].item()  # the batch's one device sync: the guard below needs it
+            finite = self._all_finite(math.isfinite(value))
             if finite:
                 (loss / cfg.accum_steps).backward()
                 s.nan_in_row = 0
-                return True, parts["loss"]
+                return True, value
         self._count_nan("loss")
-        return False, parts["loss"]
+        return False, value
 
     def _all_finite(self, finite: bool) -> bool:
         """Every rank skips a batch together, or the next all-reduce would wait forever."""
@@ -300,80 +272,64 @@ class Trainer:
         if not self.dist.is_main or s.step % self.settings.log_every and s.step != 1:
             return
         loss = float(np.mean(losses)) if losses else float("nan")
-        self._log({"step": s.step, "epoch": s.epoch + 1, "loss": loss, "lr": lr, "nan_skipped": s.nan_skipped})
-        if self.tb is not None:
-            self.tb.add_scalar("train/loss", loss, s.step)
-            self.tb.add_scalar("train/lr", lr, s.step)
-
-    def _log(self, row: dict[str, Any]) -> None:
-        with (self.recipe.root / LOG).open("a") as handle:
-            handle.write(json.dumps(row) + "\n")
+        row = {"step": s.step, "epoch": s.epoch + 1, "loss": loss, "lr": lr, "nan_skipped": s.nan_skipped}
+        self.log.row(row, {"train/loss": loss, "train/lr": lr})
 
     def _end_epoch(self) -> None:
-        s, cfg = self.state, self.settings
+        s = self.state
         decision = [None]
         if self.dist.is_main:
-            result = self.validate()
-            path = self.ckpt_dir / f"epoch-{s.epoch:03d}.pt"
-            # better = lower WER, or the same WER with lower loss (WER sits at 100% for the first epochs)
-            previous = [(e["wer"], e["loss"]) for e in s.epochs]
-            improved = not previous or (result.wer, result.loss) < min(previous)
-            s.bad_epochs = 0 if improved else s.bad_epochs + 1
-            s.epochs.append({"epoch": s.epoch, "step": s.step, "loss": result.loss, "wer": result.wer, "path": path.name})
-            stop = bool(cfg.early_stop_patience and s.bad_epochs >= cfg.early_stop_patience)
-            self._log({"step": s.step, "epoch": s.epoch, "valid_loss": result.loss, "valid_wer": result.wer, "valid_cer": result.cer})
-            if self.tb is not None:
-                self.tb.add_scalar("valid/loss", result.loss, s.step)
-                self.tb.add_scalar("valid/wer", result.wer, s.step)
-                self.tb.flush()
-            self.reporter.info(
-                f"epoch {s.epoch}: step {s.step}, valid loss {result.loss:.3f}, greedy WER {100 * result.wer:.1f}%"
-                + (f", {s.nan_skipped} non-finite skipped" if s.nan_skipped else "")
-            )
-            decision = [(s.bad_epochs, s.epochs, stop)]
+            decision = [self._judge_epoch(self.validate())]
         if self.dist.enabled:
             dist.broadcast_object_list(decision, src=0)
-            s.bad_epochs, s.epochs, stop = decision[0]
-        s.stopped_early = stop
+        s.bad_epochs, s.epochs, s.stopped_early = decision[0]  # type: ignore[misc]
         self.save(self.ckpt_dir / s.epochs[-1]["path"], also_last=True)
         if self.dist.is_main:
-            self._prune()
+            self.checkpoints.prune(s.epochs)
+
+    def _judge_epoch(self, result: ValidResult) -> tuple[int, list[dict[str, Any]], bool]:
+        """Record the epoch's validation; returns (bad epochs in a row, epoch records, stop early)."""
+        s, cfg = self.state, self.settings
+        path = self.ckpt_dir / f"epoch-{s.epoch:03d}.pt"
+        # better = lower WER, or the same WER with lower loss (WER sits at 100% for the first epochs)
+        previous = [(e["wer"], e["loss"]) for e in s.epochs]
+        improved = not previous or (result.wer, result.loss) < min(previous)
+        s.bad_epochs = 0 if improved else s.bad_epochs + 1
+        s.epochs.append({"epoch": s.epoch, "step": s.step, "loss": result.loss, "wer": result.wer, "path": path.name})
+        stop = bool(cfg.early_stop_patience and s.bad_epochs >= cfg.early_stop_patience)
+        row = {"step": s.step, "epoch": s.epoch, "valid_loss": result.loss, "valid_wer": result.wer,
+               "valid_cer": result.cer}  # fmt: skip
+        self.log.row(row, {"valid/loss": result.loss, "valid/wer": result.wer}, flush=True)
+        self.reporter.info(
+            f"epoch {s.epoch}: step {s.step}, valid loss {result.loss:.3f}, greedy WER {100 * result.wer:.1f}%"
+            + (f", {s.nan_skipped} non-finite skipped" if s.nan_skipped else "")
+        )
+        return s.bad_epochs, s.epochs, stop
 
     def validate(self, model: Seq2SeqTransformer | None = None) -> ValidResult:
-        return validate(model or self.model, self.valid_data, self.tokenizer, self.recipe, self.device, self.autocast)
+        r = self.recipe
+        return validate(
+            model or self.model, self.valid_data, self.tokenizer, r.train, r.decode, r.model.ctc_weight,
+            self.device, self.autocast,
+        )  # fmt: skip
 
     def best_paths(self) -> list[Path]:
-        ranked = sorted(self.state.epochs, key=lambda e: (e["wer"], e["loss"], -e["epoch"]))
-        return [self.ckpt_dir / e["path"] for e in ranked[: self.settings.average_best]]
-
-    def _prune(self) -> None:
-        """Keep the last `keep_last` epoch checkpoints and the `average_best` best ones."""
-        keep = {e["path"] for e in self.state.epochs[-self.settings.keep_last :]} | {p.name for p in self.best_paths()}
-        for path in self.ckpt_dir.glob("epoch-*.pt"):
-            if path.name not in keep:
-                path.unlink(missing_ok=True)
+        return self.checkpoints.best_paths(self.state.epochs)
 
     def save(self, path: Path, also_last: bool = False) -> None:
-        """Collective (every rank's RNG state is gathered); rank 0 writes, atomically."""
-        states = [rng_state(self.device)]
-        if self.dist.enabled:
-            states = [None] * self.dist.world_size
-            dist.all_gather_object(states, rng_state(self.device))
-        if not self.dist.is_main:
-            return
+        """Collective: every rank calls it (their RNG states are gathered); rank 0 writes."""
+        self.checkpoints.save(path, self._content, also_last)
+
+    def _content(self) -> dict[str, Any]:
         sampler = self.sampler.state_dict()
         sampler.update(epoch=self.state.epoch, position=self.state.batch_in_epoch)
-        save_checkpoint(path, {
-            "run_key": self.run_key,
+        return {
             "dims": self.dims.to_dict(),
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "state": asdict(self.state),
             "sampler": sampler,
-            "rng": states,
-        })
-        if also_last:
-            _link_or_copy(path, self.ckpt_dir / LAST)
+        }
 
     def averaged_model(self) -> Seq2SeqTransformer:
         """The model with the best checkpoints' weights averaged (rank 0)."""
@@ -383,25 +339,4 @@ class Trainer:
         return model.eval()
 
     def close(self) -> None:
-        if self.tb is not None:
-            self.tb.close()
-
-
-def _link_or_copy(src: Path, dst: Path) -> None:
-    tmp = dst.with_name(dst.name + f".tmp{os.getpid()}")
-    tmp.unlink(missing_ok=True)
-    try:
-        os.link(src, tmp)
-    except OSError:
-        shutil.copyfile(src, tmp)
-    os.replace(tmp, dst)
-
-
-def _truncate_log(path: Path, step: int) -> None:
-    """Drop log rows written after the checkpoint we resume from: they will be written again."""
-    if not path.is_file():
-        return
-    rows = [line for line in path.read_text().splitlines() if line.strip() and json.loads(line).get("step", 0) <= step]
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(r + "\n" for r in rows))
-    os.replace(tmp, path)
+        self.log.close()

@@ -17,13 +17,13 @@ import time
 import torch
 
 from seqx.data.stage import run_data_stage
+from seqx.decode.bundle import save_bundle
+from seqx.device import resolve_device
 from seqx.errors import SeqxError
 from seqx.featurize.cmvn import Cmvn
 from seqx.featurize.stage import run_featurize_stage
 from seqx.featurize.store import FeatureStore
-from seqx.model.bundle import save_bundle
-from seqx.model.dims import ModelDimensions
-from seqx.model.transformer import count_parameters
+from seqx.model.transformer import ModelDimensions, count_parameters
 from seqx.recipe import Recipe
 from seqx.report import Collect, Reporter
 from seqx.stage import STAMP_NAME, fingerprint, is_fresh, mark_done
@@ -37,13 +37,7 @@ __all__ = ["run_train_stage", "TrainReport", "pick_device", "run_key"]
 
 
 def pick_device(requested: str) -> torch.device:
-    if requested == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if requested.startswith("cuda") and not torch.cuda.is_available():
-        raise SeqxError(f"train.device: {requested} asked for, but no CUDA device is available")
-    if requested != "cpu" and not requested.startswith("cuda"):
-        raise SeqxError(f"train.device: {requested!r} is not a device (auto, cpu, cuda, cuda:N)")
-    return torch.device(requested)
+    return resolve_device(requested, source="train.device")
 
 
 def run_key(recipe: Recipe) -> str:

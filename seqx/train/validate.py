@@ -8,10 +8,10 @@ from dataclasses import dataclass
 import torch
 
 from seqx.decode.metrics import score_pairs
+from seqx.decode.search import decode_batch
 from seqx.model.loss import joint_loss
-from seqx.model.search import greedy_search
 from seqx.model.transformer import ModelOutput, Seq2SeqTransformer
-from seqx.recipe import Recipe
+from seqx.recipe import DecodeSettings, TrainSettings
 from seqx.tokenize.tokenizer import Tokenizer
 from seqx.train.batching import LengthBucketSampler
 from seqx.train.dataset import Collate, UtteranceDataset
@@ -31,17 +31,21 @@ def validate(
     model: Seq2SeqTransformer,
     data: UtteranceDataset,
     tokenizer: Tokenizer,
-    recipe: Recipe,
+    train: TrainSettings,
+    decode: DecodeSettings,
+    ctc_weight: float,
     device: torch.device,
     autocast: bool,
 ) -> ValidResult:
-    """Loss (same objective as training) and greedy WER over the first `train.valid_max_utts` utterances."""
+    """Loss (same objective as training, `model.ctc_weight`) and greedy WER over the first
+    `train.valid_max_utts` utterances, decoded as `seqx transcribe --greedy` would."""
     was_training = model.training
     model.eval()
-    n = min(len(data), recipe.train.valid_max_utts)
-    sampler = LengthBucketSampler(data.store.lengths[:n], recipe.train.max_frames, shuffle=False)
+    n = min(len(data), train.valid_max_utts)
+    sampler = LengthBucketSampler(data.store.lengths[:n], train.max_frames, shuffle=False)
     collate = Collate(tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id)
-    dec = recipe.decode
+    # the same entry point and output-length cap as transcribe, greedy (cheap enough for every epoch)
+    greedy = decode.merged(greedy=True, nbest=1)
     loss_sum, tokens = 0.0, 0
     refs: list[str] = []
     hyps: list[str] = []
@@ -53,10 +57,9 @@ def validate(
             ctc = model.ctc_logprobs(memory) if model.ctc_head is not None else None
             loss, _ = joint_loss(
                 ModelOutput(logits, ctc, mem_lens), batch.targets, batch.target_lens, model.dims,
-                recipe.model.ctc_weight, recipe.train.label_smoothing,
+                ctc_weight, train.label_smoothing,
             )
-            max_len = (mem_lens.float() * dec.max_len_ratio).ceil().long().clamp(min=1, max=dec.max_len)
-            found = greedy_search(model, memory, mem_lens, max_len)
+            found = [nbest[0] for nbest in decode_batch(model, memory, mem_lens, greedy)]
         count = int(batch.target_lens.sum())
         loss_sum += float(loss) * count
         tokens += count

@@ -19,13 +19,13 @@ import torch
 from safetensors.torch import load_model, save_model
 
 from seqx import __version__
+from seqx.device import resolve_device
 from seqx.errors import SeqxError
 from seqx.featurize.cmvn import Cmvn
 from seqx.featurize.features import FeatureExtractor
-from seqx.model.dims import ModelDimensions
-from seqx.model.transformer import Seq2SeqTransformer
+from seqx.model.transformer import ModelDimensions, Seq2SeqTransformer
 from seqx.recipe import DecodeSettings, FeatureSettings, TokenizerSettings
-from seqx.stage import atomic_write_text
+from seqx.stage import atomic_write, atomic_write_text
 from seqx.tokenize.tokenizer import Tokenizer
 
 CONFIG, WEIGHTS, TOKENIZER = "config.json", "model.safetensors", "tokenizer.model"
@@ -72,16 +72,27 @@ def save_bundle(
         **(extra or {}),
     }
     # save_model handles the tied embedding/output weights (one tensor, two names)
-    tmp = folder / (WEIGHTS + ".tmp")
-    save_model(model, str(tmp))
-    tmp.replace(folder / WEIGHTS)
-    shutil.copyfile(tokenizer.model_path, folder / TOKENIZER)
+    with atomic_write(folder / WEIGHTS) as tmp:
+        save_model(model, str(tmp))
+    with atomic_write(folder / TOKENIZER) as tmp:
+        shutil.copyfile(tokenizer.model_path, tmp)
     atomic_write_text(folder / CONFIG, json.dumps(config, indent=1))  # written last: its presence means complete
     return folder
 
 
+def locate_bundle(folder: Path | None, default: Path, recipe: str | Path) -> Path:
+    """The bundle to decode with: `folder` when the user named one, else `default` (what
+    `seqx train RECIPE` writes); the one place that says there is no bundle there."""
+    found = folder or default
+    if not (found / CONFIG).is_file():
+        hint = "" if folder else f": run `seqx train {recipe}` first, or pass --model DIR"
+        raise SeqxError(f"{found}: no trained model bundle here{hint}")
+    return found
+
+
 def load_bundle(folder: str | Path, device: str | torch.device = "cpu") -> Bundle:
     folder = Path(folder)
+    device = resolve_device(device) if isinstance(device, str) else device
     path = folder / CONFIG
     if not path.is_file():
         raise SeqxError(f"{folder}: not a seqx model bundle (no {CONFIG})")

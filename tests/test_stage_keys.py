@@ -1,0 +1,66 @@
+"""Each stage's cache key holds exactly what its output depends on.
+
+A setting that changes a stage's output must change its key (or a stale output is reused);
+one that does not must leave it alone (or a cheap change, like the vocabulary size,
+redoes an expensive stage, like featurizing the corpus). The train key also holds the
+feature and tokenizer stamps, so it follows those stages when they are redone; here none has run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from seqx.data.stage import _key as data_stage_key
+from seqx.data.synth import SPLITS
+from seqx.featurize.stage import featurize_stage_key
+from seqx.recipe import Recipe
+from seqx.tokenize.stage import tokenize_stage_key
+from seqx.train.stage import run_key
+
+
+def _recipe(tmp_path: Path, **changes: Any) -> Recipe:
+    raw: dict[str, Any] = {"exp_dir": str(tmp_path)}
+    for dotted, value in changes.items():
+        *path, last = dotted.split("__")
+        node = raw
+        for part in path:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return Recipe.model_validate(raw)
+
+
+def _featurize_key(recipe: Recipe) -> str:
+    return featurize_stage_key(recipe, {split: [] for split in SPLITS})
+
+
+KEYS = {"data": data_stage_key, "featurize": _featurize_key, "tokenize": tokenize_stage_key, "train": run_key}
+
+# (setting, new value, the stages whose key it changes); every other stage's key must stay put
+CASES = [
+    ("data__size", 500, {"data"}),
+    ("data__seed", 7, {"data"}),
+    ("data__workers", 3, set()),
+    ("data__sample_rate", 8000, {"data", "featurize"}),
+    ("features__kind", "mfcc", {"featurize"}),
+    ("features__n_mels", 40, {"featurize"}),
+    ("features__workers", 3, set()),
+    ("features__specaugment", False, {"train"}),
+    ("tokenizer__vocab_size", 64, {"tokenize"}),
+    ("tokenizer__kind", "unigram", {"tokenize"}),
+    ("tokenizer__lowercase", False, {"featurize", "tokenize"}),
+    ("model__d_model", 128, {"train"}),
+    ("train__lr", 0.0005, {"train"}),
+    ("train__device", "cpu", set()),
+    ("train__log_every", 7, set()),
+    ("decode__beam", 4, set()),
+]
+
+
+@pytest.mark.parametrize(("setting", "value", "changes"), CASES, ids=[c[0] for c in CASES])
+def test_which_stage_keys_a_setting_changes(tmp_path: Path, setting: str, value: Any, changes: set[str]) -> None:
+    base, changed = _recipe(tmp_path), _recipe(tmp_path, **{setting: value})
+    moved = {stage for stage, key in KEYS.items() if key(base) != key(changed)}
+    assert moved == changes
