@@ -42,7 +42,7 @@ app = typer.Typer(
 console = Console(stderr=True)  # progress and tables on stderr; stdout stays for results
 out = Console()  # results: transcripts, JSON
 
-COMMAND_MODULES = ["cmd_data", "cmd_featurize", "cmd_tokenize", "cmd_train", "cmd_decode", "cmd_plot"]
+COMMAND_MODULES = ["cmd_data", "cmd_featurize", "cmd_tokenize", "cmd_train", "cmd_decode", "cmd_plot", "cmd_listen"]
 
 RECIPE_HELP = "Recipe YAML file (default: recipes/commands.yaml)."
 SET_HELP = "Override a recipe setting, KEY.PATH=VALUE (repeatable), e.g. --set model.d_model=192."

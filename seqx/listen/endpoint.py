@@ -31,7 +31,7 @@ ONSET_LOOKBACK = 3
 # ...and it stays up a few windows after the voice stops (its LSTM smooths): the end steps back
 # over up to this many trailing windows that are no louder than the audio before the command was
 TAIL_LAG = 4
-QUIET_DB = 6.0  # "no louder": within this many dB of the median level of the pre-roll
+QUIET_DB = 3.0  # "no louder": within this many dB of the median level of the pre-roll
 
 
 @dataclass
@@ -61,7 +61,7 @@ class Endpointer:
         self.max_command = int(settings.max_command_s * sample_rate)
         self.pre_roll = settings.pre_roll_ms * sample_rate // 1000
         self.post_roll = settings.post_roll_ms * sample_rate // 1000
-        self.history: deque[np.ndarray] = deque(maxlen=math.ceil(self.pre_roll / window) + 1)
+        self.history: deque[np.ndarray] = deque(maxlen=math.ceil(self.pre_roll / window) + ONSET_LOOKBACK + 1)
         self.recent: deque[float] = deque(maxlen=ONSET_LOOKBACK)  # probabilities of the windows before a start
         self.pos = 0  # samples seen so far
         self.in_speech = False
@@ -83,8 +83,8 @@ class Endpointer:
                 self.recent.append(prob)
                 return done
         self.kept.append(window)
-        if prob >= self.s.vad_threshold:
-            self.speech_end = self.pos
+        if prob >= self.s.vad_threshold or (prob >= self.low and self.speech_end == begin):
+            self.speech_end = self.pos  # speech, or the decay just after it (not a later noise blip)
         if prob >= self.low:
             self.voiced_end = self.pos
         elif self.pos - self.voiced_end >= self.min_silence:
@@ -93,11 +93,15 @@ class Endpointer:
             self._close()
             return done
         if self.pos - self.start >= self.max_command:
-            done.append(self._segment(cut=True, end=self.pos))
+            cut = self.start + self.max_command
+            segment = self._segment(cut=True, end=cut)
+            rest = np.concatenate(self.kept)[cut - self.audio_start :]
+            done.append(segment)
             self._close()
             # what follows is still speech (or its tail): the next command starts at the cut
-            self.in_speech, self.start, self.audio_start = True, self.pos, self.pos
+            self.in_speech, self.start, self.audio_start = True, cut, cut
             self.speech_end = self.voiced_end = self.pos
+            self.kept = [rest]
         return done
 
     def flush(self) -> list[Segment]:
@@ -118,11 +122,13 @@ class Endpointer:
         return count
 
     def _open(self, begin: int) -> None:
+        """Speech from `begin` (at or before the window just pushed); keep `pre_roll` before it."""
         before = np.concatenate(list(self.history)) if self.history else np.zeros(0, dtype=np.float32)
-        before = before[max(0, before.size - self.pre_roll) :]
+        window_start = self.pos - self.window
+        before = before[max(0, before.size - (window_start - begin) - self.pre_roll) :]
         self.in_speech, self.start, self.speech_end, self.voiced_end = True, begin, begin, begin
         self.noise_db = float(np.median([_level_db(w) for w in self.history])) if self.history else -120.0
-        self.audio_start = self.pos - self.window - before.size  # `before` ends where this window starts
+        self.audio_start = window_start - before.size
         self.kept = [before]
         self.history.clear()
         self.recent.clear()

@@ -50,7 +50,11 @@ def microphone_blocks(device: str | int | None = None, block: int = BLOCK) -> It
     except (sd.PortAudioError, ValueError) as err:  # ValueError: "No input device matching ..."
         what = "the default input device" if device is None else f"input device {device!r}"
         raise AudioSourceError(f"microphone: cannot open {what} ({_first_line(err)})") from None
-    with stream:
+    return _drain(stream, blocks)
+
+
+def _drain(stream: object, blocks: queue.Queue[np.ndarray]) -> Iterator[np.ndarray]:
+    with stream:  # type: ignore[attr-defined]
         while True:
             try:
                 yield blocks.get(timeout=2.0)
