@@ -255,7 +255,9 @@ class ListenSettings(_Section):
     min_speech_ms: int = Field(150, ge=0, le=5000)  # shorter bursts (a click, a cough) are not commands
     max_command_s: float = Field(8.0, ge=0.5, le=60.0)  # a command is cut here; the rest starts the next one
     pre_roll_ms: int = Field(250, ge=0, le=2000)  # audio kept before the detected start: the first syllable
-    post_roll_ms: int = Field(100, ge=0, le=2000)  # audio kept after the detected end (never past the silence)
+    # audio kept after the detected end: what the corpus has (data.synth.trail_s 0.05-0.4 s), and
+    # free, since min_silence_ms of it is in hand when the command ends (never more than that)
+    post_roll_ms: int = Field(300, ge=0, le=2000)
     energy_margin_db: float = Field(12.0, ge=0.0, le=60.0)  # energy gate: this far above the noise floor = speech
 
 
