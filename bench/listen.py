@@ -49,10 +49,16 @@ from seqx.listen.session import listen  # noqa: E402
 from seqx.listen.sources import file_blocks  # noqa: E402
 from seqx.listen.vad import load_vad  # noqa: E402
 from seqx.model.bundle import load_bundle  # noqa: E402
-from seqx.recipe import ListenSettings  # noqa: E402
-from seqx.tokenize.text import normalize_text  # noqa: E402
+from seqx.recipe import ListenSettings, TokenizerSettings  # noqa: E402
+from seqx.tokenize.text import normalize_text as _normalize  # noqa: E402
 
 R = 16000
+
+
+def normalize_text(text: str) -> str:
+    return _normalize(text, TokenizerSettings())
+
+
 COMMANDS = ["open the terminal", "check the battery", "scroll down", "open the browser", "scroll up"]
 
 
@@ -64,7 +70,9 @@ def make_stream(n: int, voice: str, wpm: int, seed: int = 0) -> tuple[np.ndarray
     for i in range(n):
         text = COMMANDS[i % len(COMMANDS)]
         if text not in cache:
-            wav = subprocess.run(["espeak-ng", "-v", voice, "-s", str(wpm), "--stdout", text], capture_output=True, check=True)
+            wav = subprocess.run(
+                ["espeak-ng", "-v", voice, "-s", str(wpm), "--stdout", text], capture_output=True, check=True
+            )
             with tempfile.NamedTemporaryFile(suffix=".wav") as handle:
                 handle.write(wav.stdout)
                 handle.flush()
@@ -159,7 +167,7 @@ def bench_long(minutes: float, bundle, max_piece_s: float, voice: str, wpm: int)
         "long_pieces": len(pieces),
         "long_split_s": split_s,
         "long_rtf": seconds / (stream.size / R),
-        "long_wer_errors": errors,
+        "long_wer": (errors.substitutions + errors.deletions + errors.insertions) / max(errors.ref_words, 1),
     }
 
 
@@ -229,7 +237,10 @@ def main() -> None:
         return
     for name, values in report.items():
         if isinstance(values, dict):
-            print(f"{name}: " + "  ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items()))
+            print(
+                f"{name}: "
+                + "  ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items())
+            )
         else:
             print(f"{name}: {values}")
 

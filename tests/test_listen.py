@@ -30,7 +30,9 @@ TOLERANCE = 0.1  # seconds: detected start/end vs the true ones
 
 def _espeak(text: str, tmp: Path) -> np.ndarray:
     path = tmp / "u.wav"
-    path.write_bytes(subprocess.run(["espeak-ng", "-v", "en-us", "--stdout", text], capture_output=True, check=True).stdout)
+    path.write_bytes(
+        subprocess.run(["espeak-ng", "-v", "en-us", "--stdout", text], capture_output=True, check=True).stdout
+    )
     wave, rate = sf.read(path, dtype="float32")
     return soxr.resample(wave, rate, R).astype(np.float32)
 
@@ -127,7 +129,9 @@ def test_thresholds_are_honoured(stream, tmp_path: Path) -> None:
     # (the VAD's decay after a voice takes ~100-150 ms of the pause)
     one, two = _espeak("check the battery", tmp_path), _espeak("scroll up", tmp_path)
     a, b = one[slice(*_voiced(one))], two[slice(*_voiced(two))]
-    pair = np.concatenate([np.zeros(R // 2, np.float32), a, np.zeros(int(0.6 * R), np.float32), b, np.zeros(R, np.float32)])
+    pair = np.concatenate(
+        [np.zeros(R // 2, np.float32), a, np.zeros(int(0.6 * R), np.float32), b, np.zeros(R, np.float32)]
+    )
     assert len(_segments(pair, min_silence_ms=300)) == 2
     assert len(_segments(pair, min_silence_ms=900)) == 1
 
@@ -173,7 +177,12 @@ def test_missing_model_falls_back_to_the_energy_gate_and_says_so(monkeypatch) ->
 def _cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "300", "OMP_NUM_THREADS": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "seqx", "listen", *args], input=stdin, capture_output=True, env=env, cwd=REPO, timeout=120
+        [sys.executable, "-m", "seqx", "listen", *args],
+        input=stdin,
+        capture_output=True,
+        env=env,
+        cwd=REPO,
+        timeout=120,
     )
 
 
@@ -215,7 +224,9 @@ def test_actions_pass_slot_values_as_arguments_without_a_shell(tmp_path: Path) -
     script.write_text(f"import json, sys\nopen({str(record)!r}, 'w').write(json.dumps(sys.argv[1:]))\n")
     actions = [
         ActionSettings(text="check the battery", run=[sys.executable, str(script), "battery"]),
-        ActionSettings(intent="open_app", when={"app": "terminal"}, run=[sys.executable, str(script), "{app}", "{text}"]),
+        ActionSettings(
+            intent="open_app", when={"app": "terminal"}, run=[sys.executable, str(script), "{app}", "{text}"]
+        ),
     ]
     assert match_action(actions, "scroll up") is None
     assert match_action(actions, "open the terminal", "open_app", {"app": "browser"}) is None
@@ -269,3 +280,34 @@ def test_speech_without_pauses_is_hard_cut_with_overlap_and_joined(stream) -> No
         "check the battery open the terminal"
     )
     assert join_texts(["scroll up", "scroll up"], [False, False]) == "scroll up scroll up"  # a pause cut keeps both
+
+
+def _live(wave: np.ndarray, tmp_path: Path) -> subprocess.Popen[bytes]:
+    path = tmp_path / "live.wav"
+    sf.write(path, wave, R, subtype="PCM_16")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "300", "OMP_NUM_THREADS": "1"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "seqx", "listen", "--segments", "--realtime", "--input", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=REPO,
+    )
+
+
+def test_ctrl_c_stops_cleanly_and_a_closed_pipe_is_one_line(stream, tmp_path: Path) -> None:
+    import signal
+
+    wave, _ = stream
+    run = _live(wave, tmp_path)
+    assert run.stdout.readline()  # the first command, at its real time
+    run.send_signal(signal.SIGINT)
+    _, err = run.communicate(timeout=30)
+    assert run.returncode == 0 and b"stopped" in err and b"Traceback" not in err
+
+    run = _live(wave, tmp_path)
+    assert run.stdout.readline()
+    run.stdout.close()  # the reader goes away; the next command has nowhere to go
+    err = run.stderr.read()
+    assert run.wait(timeout=30) == 1
+    assert err.decode().strip().splitlines() == ["error: output closed (broken pipe)"]

@@ -15,7 +15,8 @@ from seqx.errors import SeqxError
 from seqx.recipe import DEFAULT_RECIPE, Recipe, load_recipe, recipe_from_dict
 
 InputOpt = Annotated[
-    str, typer.Option("--input", "-i", help="mic (default microphone), - (raw s16le mono PCM on stdin) or an audio file.")
+    str,
+    typer.Option("--input", "-i", help="mic (default microphone), - (raw s16le mono PCM on stdin) or an audio file."),
 ]
 
 
@@ -39,13 +40,21 @@ def listen(
     input_: InputOpt = "mic",
     rate: Annotated[int, typer.Option("--rate", min=8000, max=192000, help="Sample rate of PCM on stdin.")] = 16000,
     realtime: Annotated[bool, typer.Option("--realtime", help="Play a file at the speed of a live input.")] = False,
-    mic: Annotated[Optional[str], typer.Option("--mic", help="Input device name or number (default: the system's).")] = None,
-    recipe: Annotated[Optional[Path], typer.Option("--recipe", help="Recipe with listen: and actions: settings.")] = None,
-    grammar: Annotated[Optional[Path], typer.Option("--grammar", help="Constrain decoding to a command grammar.")] = None,
+    mic: Annotated[
+        Optional[str], typer.Option("--mic", help="Input device name or number (default: the system's).")
+    ] = None,
+    recipe: Annotated[
+        Optional[Path], typer.Option("--recipe", help="Recipe with listen: and actions: settings.")
+    ] = None,
+    grammar: Annotated[
+        Optional[Path], typer.Option("--grammar", help="Constrain decoding to a command grammar.")
+    ] = None,
     segments_only: Annotated[
         bool, typer.Option("--segments", help="Print the segments the endpointer finds; load no model, decode nothing.")
     ] = False,
-    run: Annotated[bool, typer.Option("--run", help="Execute the recipe's matching actions (never without this).")] = False,
+    run: Annotated[
+        bool, typer.Option("--run", help="Execute the recipe's matching actions (never without this).")
+    ] = False,
     overrides: SetOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object per line on stdout.")] = False,
 ) -> None:
