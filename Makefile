@@ -12,8 +12,8 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 setup: system-deps $(VENV)/.installed
 
 system-deps:
-	@command -v espeak-ng >/dev/null && command -v flite >/dev/null || \
-	  ( $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq espeak-ng flite >/dev/null )
+	@command -v espeak-ng >/dev/null && command -v flite >/dev/null && ldconfig -p | grep -q libportaudio.so.2 || \
+	  ( $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq espeak-ng flite libportaudio2 >/dev/null )
 
 $(VENV)/.installed: pyproject.toml
 	[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
