@@ -311,3 +311,30 @@ def test_ctrl_c_stops_cleanly_and_a_closed_pipe_is_one_line(stream, tmp_path: Pa
     err = run.stderr.read()
     assert run.wait(timeout=30) == 1
     assert err.decode().strip().splitlines() == ["error: output closed (broken pipe)"]
+
+
+class _Trickle:
+    """A pipe that hands over odd numbers of bytes at a time (half a sample now, the rest later)."""
+
+    def __init__(self, data: bytes, sizes: tuple[int, ...] = (1, 7, 333, 1024, 5)) -> None:
+        self.data, self.sizes, self.calls = data, sizes, 0
+
+    def read(self, n: int) -> bytes:
+        size = min(n, self.sizes[self.calls % len(self.sizes)])
+        self.calls += 1
+        chunk, self.data = self.data[:size], self.data[size:]
+        return chunk
+
+
+def test_pcm_from_a_trickling_pipe_is_the_same_audio(stream) -> None:
+    from seqx.listen.sources import pcm_blocks
+
+    wave, _ = stream
+    pcm = (np.clip(wave[: R * 2], -1, 32767 / 32768) * 32768).astype("<i2")
+    got = np.concatenate(list(pcm_blocks(_Trickle(pcm.tobytes()), rate=R)))
+    assert np.array_equal(got, pcm.astype(np.float32) / 32768)
+    # at 8 kHz the streaming resampler gives what resampling the whole at once gives
+    eight = pcm[::2].tobytes()
+    streamed = np.concatenate(list(pcm_blocks(_Trickle(eight), rate=8000)))
+    whole = soxr.resample(np.frombuffer(eight, "<i2").astype(np.float32) / 32768, 8000, R)
+    assert streamed.size == whole.size and np.allclose(streamed, whole, atol=1e-4)
