@@ -32,7 +32,7 @@ def _recipe(path: Path | None, overrides: list[str] | None) -> Recipe:
 @app.command()
 def listen(
     source_arg: Annotated[
-        Optional[str], typer.Argument(metavar="[INPUT]", help="Same as --input: mic, - or a file.")
+        Optional[str], typer.Argument(metavar="INPUT", help="Same as --input: mic, - or a file.")
     ] = None,
     model: Annotated[
         Optional[Path], typer.Option("--model", "-m", help="Model bundle folder (default: the recipe's trained one).")
@@ -47,7 +47,8 @@ def listen(
         Optional[Path], typer.Option("--recipe", help="Recipe with listen: and actions: settings.")
     ] = None,
     grammar: Annotated[
-        Optional[Path], typer.Option("--grammar", help="Constrain decoding to a command grammar.")
+        Optional[Path],
+        typer.Option("--grammar", help="Constrain decoding to a command grammar (arrives with the grammar package)."),
     ] = None,
     segments_only: Annotated[
         bool, typer.Option("--segments", help="Print the segments the endpointer finds; load no model, decode nothing.")
