@@ -338,3 +338,16 @@ def test_pcm_from_a_trickling_pipe_is_the_same_audio(stream) -> None:
     streamed = np.concatenate(list(pcm_blocks(_Trickle(eight), rate=8000)))
     whole = soxr.resample(np.frombuffer(eight, "<i2").astype(np.float32) / 32768, 8000, R)
     assert streamed.size == whole.size and np.allclose(streamed, whole, atol=1e-4)
+
+
+def test_recipe_listen_and_actions_sections_are_checked() -> None:
+    from seqx.recipe import RecipeError, recipe_from_dict
+
+    recipe = recipe_from_dict({"listen": {"min_silence_ms": 200}, "actions": [{"text": "scroll up", "run": ["true"]}]})
+    assert recipe.listen.min_silence_ms == 200 and recipe.actions[0].run == ["true"]
+    with pytest.raises(RecipeError, match="listen.min_silense_ms: unknown key, did you mean listen.min_silence_ms"):
+        recipe_from_dict({"listen": {"min_silense_ms": 200}})
+    with pytest.raises(RecipeError, match="exactly one of intent or text"):
+        recipe_from_dict({"actions": [{"run": ["true"]}]})
+    with pytest.raises(RecipeError, match="actions.0.run"):
+        recipe_from_dict({"actions": [{"text": "x", "run": []}]})
