@@ -295,6 +295,44 @@ class DecodeSettings(_Section):
         return DecodeSettings.model_validate({**self.model_dump(), **changes})
 
 
+# ------------------------------------------------------------------------ listen
+
+
+class ListenSettings(_Section):
+    """`seqx listen`: how the voice-activity detector and the endpointer cut live audio into commands."""
+
+    vad: Literal["silero", "energy"] = "silero"  # energy: a loudness gate (also the fallback without the model)
+    vad_threshold: float = Field(0.5, gt=0.0, lt=1.0)  # speech probability a 32 ms window must reach
+    # a command ends after this much non-speech; short enough to answer quickly, long enough
+    # to ride over the pauses between words (espeak-ng and people pause ~100-200 ms)
+    min_silence_ms: int = Field(300, ge=32, le=5000)
+    min_speech_ms: int = Field(150, ge=0, le=5000)  # shorter bursts (a click, a cough) are not commands
+    max_command_s: float = Field(8.0, ge=0.5, le=60.0)  # a command is cut here; the rest starts the next one
+    pre_roll_ms: int = Field(250, ge=0, le=2000)  # audio kept before the detected start: the first syllable
+    # audio kept after the detected end: what the corpus has (data.synth.trail_s 0.05-0.4 s), and
+    # free, since min_silence_ms of it is in hand when the command ends (never more than that)
+    post_roll_ms: int = Field(300, ge=0, le=2000)
+    energy_margin_db: float = Field(12.0, ge=0.0, le=60.0)  # energy gate: this far above the noise floor = speech
+
+
+class ActionSettings(_Section):
+    """One `actions:` entry: when a command matches, run `run` (an argv list, never a shell line).
+
+    `{slot}` in an argument is replaced by that slot's value, `{text}` by the whole transcript.
+    """
+
+    intent: str | None = None  # match on the grammar's intent ...
+    text: str | None = None  # ... or on the exact (normalized) transcript
+    when: dict[str, str] = Field(default_factory=dict)  # slot values that must also match
+    run: list[str] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _check_match(self) -> ActionSettings:
+        if (self.intent is None) == (self.text is None):
+            raise ValueError(f"actions: each action needs exactly one of intent or text (run: {self.run})")
+        return self
+
+
 # ------------------------------------------------------------------------ recipe
 
 
@@ -307,6 +345,8 @@ class Recipe(_Section):
     model: ModelSettings = Field(default_factory=ModelSettings)
     train: TrainSettings = Field(default_factory=TrainSettings)
     decode: DecodeSettings = Field(default_factory=DecodeSettings)
+    listen: ListenSettings = Field(default_factory=ListenSettings)
+    actions: list[ActionSettings] = Field(default_factory=list)  # seqx listen --run
     # Overrides applied when training runs on that device kind ("cpu" or "cuda"):
     # dotted keys, e.g. {"cpu": {"model.d_model": 144, "data.size": 2000}}.
     # This is how one recipe is small enough for a CPU demo and full size on a GPU.

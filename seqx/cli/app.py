@@ -12,7 +12,7 @@ import sys
 
 import typer
 
-from seqx.cli import cmd_data, cmd_decode, cmd_featurize, cmd_grammar, cmd_plot, cmd_tokenize, cmd_train
+from seqx.cli import cmd_data, cmd_decode, cmd_featurize, cmd_grammar, cmd_listen, cmd_plot, cmd_tokenize, cmd_train
 from seqx.cli.common import (  # noqa: F401 (re-exported: what commands used to import from here)
     JsonOpt,
     RecipeArg,
@@ -42,9 +42,10 @@ app.command()(cmd_decode.transcribe)
 app.command()(cmd_decode.evaluate)
 app.command()(cmd_plot.plot)
 app.command()(cmd_grammar.grammar)
+app.command()(cmd_listen.listen)
 
 # every command module, for callers that once had to import them to register the commands
-COMMAND_MODULES = ["cmd_data", "cmd_featurize", "cmd_tokenize", "cmd_train", "cmd_decode", "cmd_plot", "cmd_grammar"]
+COMMAND_MODULES = ["cmd_data", "cmd_featurize", "cmd_tokenize", "cmd_train", "cmd_decode", "cmd_plot", "cmd_grammar", "cmd_listen"]
 
 
 def main() -> None:

@@ -193,3 +193,36 @@ def autocast_for(device: torch.device, precision: str) -> torch.autocast:
     # scores stay fp32 whatever this says: the search takes log-softmax in float32
     enabled = resolve_precision(device, precision) == "bf16"
     return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=enabled)
+
+
+def transcribe_waves(
+    bundle: Bundle, waves: list[torch.Tensor] | list, settings: DecodeSettings, names: list[str] | None = None
+) -> list[Result]:
+    """Transcribe waveforms already in memory (mono float, at `bundle.sample_rate`), in order.
+
+    For audio that never was a file: `seqx listen`'s segments and the pieces of a long
+    recording. Same silence check, featurizing, batching and rejection as `transcribe_files`.
+    """
+    names = names or [f"<segment {i}>" for i in range(len(waves))]
+    results = [Result(path=name) for name in names]
+    loaded: list[tuple[int, torch.Tensor]] = []
+    start = time.perf_counter()
+    for index, wave in enumerate(waves):
+        wave = torch.as_tensor(wave, dtype=torch.float32)
+        results[index].duration = wave.numel() / bundle.sample_rate
+        if wave.numel() == 0 or loudness_dbfs(wave, bundle.sample_rate) < settings.silence_dbfs:
+            results[index].no_speech = True
+            continue
+        loaded.append((index, featurize(bundle, wave)))
+    loaded.sort(key=lambda item: item[1].shape[0])
+    for first in range(0, len(loaded), settings.batch_size):
+        chunk = loaded[first : first + settings.batch_size]
+        nbests, gaps = search(bundle, [feats for _, feats in chunk], settings)
+        for (index, _), hyps, gap in zip(chunk, nbests, gaps, strict=True):
+            results[index].ctc_gap = gap
+            _fill(results[index], hyps, bundle, settings)
+    seconds = time.perf_counter() - start
+    audio = sum(r.duration for r in results) or 1.0
+    for result in results:
+        result.decode_seconds = seconds * result.duration / audio
+    return results

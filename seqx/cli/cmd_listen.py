@@ -1,0 +1,137 @@
+"""`seqx listen`: live commands from the microphone, stdin PCM or a file, one line (or JSON line) each."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from seqx.cli.common import SetOpt, console, out, print_error
+from seqx.errors import SeqxError
+from seqx.recipe import DEFAULT_RECIPE, Recipe, load_recipe, recipe_from_dict
+
+InputOpt = Annotated[
+    str,
+    typer.Option("--input", "-i", help="mic (default microphone), - (raw s16le mono PCM on stdin) or an audio file."),
+]
+
+
+def _recipe(path: Path | None, overrides: list[str] | None) -> Recipe:
+    """The recipe's listen: and actions: settings; all defaults when no recipe was named and none is here."""
+    if path is None and not DEFAULT_RECIPE.is_file():
+        if overrides:
+            raise SeqxError("--set: no recipe here to override (pass --recipe FILE)")
+        return recipe_from_dict({})
+    return load_recipe(path or DEFAULT_RECIPE, overrides)
+
+
+def listen(
+    source_arg: Annotated[
+        Optional[str], typer.Argument(metavar="INPUT", help="Same as --input: mic, - or a file.")
+    ] = None,
+    model: Annotated[
+        Optional[Path], typer.Option("--model", "-m", help="Model bundle folder (default: the recipe's trained one).")
+    ] = None,
+    input_: InputOpt = "mic",
+    rate: Annotated[int, typer.Option("--rate", min=8000, max=192000, help="Sample rate of PCM on stdin.")] = 16000,
+    realtime: Annotated[bool, typer.Option("--realtime", help="Play a file at the speed of a live input.")] = False,
+    mic: Annotated[
+        Optional[str], typer.Option("--mic", help="Input device name or number (default: the system's).")
+    ] = None,
+    recipe: Annotated[
+        Optional[Path], typer.Option("--recipe", help="Recipe with listen: and actions: settings.")
+    ] = None,
+    grammar: Annotated[
+        Optional[Path],
+        typer.Option("--grammar", help="Constrain decoding to a command grammar (arrives with the grammar package)."),
+    ] = None,
+    segments_only: Annotated[
+        bool, typer.Option("--segments", help="Print the segments the endpointer finds; load no model, decode nothing.")
+    ] = False,
+    run: Annotated[
+        bool, typer.Option("--run", help="Execute the recipe's matching actions (never without this).")
+    ] = False,
+    overrides: SetOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object per line on stdout.")] = False,
+) -> None:
+    """Listen for spoken commands and print each as soon as it ends (Ctrl-C stops)."""
+    from seqx.listen.session import listen as run_session
+    from seqx.listen.sources import open_source
+    from seqx.listen.vad import load_vad
+
+    input_ = source_arg or input_
+    settings = _recipe(recipe, overrides)
+    if grammar is not None:
+        raise SeqxError(f"--grammar {grammar}: grammar-constrained decoding is not available in this build yet")
+    if run and not settings.actions:
+        raise SeqxError("--run: the recipe has no actions: section, so there is nothing to run")
+    if input_ not in ("mic", "-") and not Path(input_).is_file():
+        raise SeqxError(f"{input_}: no such file (--input takes mic, - or an audio file)")
+    decode = None if segments_only else _decoder(model, settings)
+    vad, note = load_vad(settings.listen.vad, settings.listen.energy_margin_db)
+    if note:
+        console.print(f"[yellow]warning:[/] {note}", highlight=False)
+    device: str | int | None = int(mic) if mic is not None and mic.isdigit() else mic
+    source = open_source(input_, rate=rate, realtime=realtime, device=device)
+    if input_ == "mic":
+        console.print("listening (Ctrl-C stops)", highlight=False)
+    events = run_session(source, vad, settings.listen, decode)
+    try:
+        for event in events:
+            _print(event, json_out, segments_only)
+            if run and event.understood:
+                _act(settings, event, json_out)
+    except KeyboardInterrupt:
+        events.close()
+        console.print("stopped", highlight=False)
+    except BrokenPipeError:
+        # whoever read our output has gone: say so once, and keep Python from a second error at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print_error("output closed (broken pipe)")
+        raise typer.Exit(1) from None
+
+
+def _decoder(model: Path | None, recipe: Recipe):  # noqa: ANN202 (lazy torch import)
+    """Load the bundle once; each segment's waveform is decoded with the bundle's settings."""
+    from seqx.cli.cmd_decode import _bundle
+    from seqx.decode.transcribe import transcribe_waves
+
+    bundle = _bundle(model or (recipe.bundle_dir if (recipe.bundle_dir / "config.json").is_file() else None), "cpu")
+    settings = bundle.decode
+    return lambda waves: transcribe_waves(bundle, list(waves), settings)
+
+
+def _print(event, json_out: bool, segments_only: bool) -> None:  # noqa: ANN001
+    if json_out:
+        record = event.to_json()
+        if segments_only:
+            record = {k: record[k] for k in ("start", "end", "cut", "latency_ms")}
+        out.file.write(json.dumps(record) + "\n")
+        out.file.flush()
+        return
+    if segments_only:
+        line = f"{event.start:.3f}\t{event.end:.3f}" + ("\tcut" if event.cut else "")
+    elif not event.understood:
+        return  # a rejected segment prints nothing in plain mode
+    else:
+        line = event.text + (f"\t{event.intent} {json.dumps(event.slots)}" if event.intent else "")
+    out.file.write(line + "\n")
+    out.file.flush()
+
+
+def _act(recipe: Recipe, event, json_out: bool) -> None:  # noqa: ANN001
+    from seqx.listen.actions import ActionError, match_action, render_argv, start_action
+
+    action = match_action(recipe.actions, event.text, event.intent, event.slots)
+    if action is None:
+        return
+    try:
+        started = start_action(render_argv(action, event.text, event.slots))
+    except ActionError as err:
+        print_error(str(err))
+        return
+    console.print(f"run: {' '.join(started.argv)} (pid {started.pid})", highlight=False)

@@ -1,0 +1,108 @@
+"""The resident loop: audio blocks -> VAD -> endpointer -> decode -> events.
+
+The recognizer is injected as a callable, `decode(list of waves) -> list of results`,
+where a result has at least `text` and `confidence` (and may have `intent`, `slots`,
+`no_speech`), so this loop runs the same with the Transformer bundle, an exported ONNX
+model, a grammar-constrained decoder, or none (segments only). Each segment is decoded
+as soon as it ends, on this thread: the next audio waits in the source's queue or pipe.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from seqx.listen.endpoint import Endpointer, Segment
+from seqx.listen.vad import Vad, Windower
+from seqx.recipe import ListenSettings
+
+Decode = Callable[[Sequence[np.ndarray]], Sequence[Any]]
+
+
+@dataclass
+class Event:
+    """One finished command, as `seqx listen` reports it.
+
+    `latency_ms` is from the end of speech to the result: the endpointer's wait
+    (min_silence_ms of audio, which is wall time on a live input) plus the compute
+    from the arrival of the block that ended the command to the decoded result.
+    """
+
+    start: float
+    end: float
+    text: str = ""
+    confidence: float = 0.0
+    intent: str | None = None
+    slots: dict[str, str] | None = None
+    understood: bool = True  # False: the recognizer rejected the segment (no speech, not a command)
+    cut: bool = False
+    latency_ms: float = 0.0
+    wait_ms: float = 0.0  # the endpointer's share of the latency
+    compute_ms: float = 0.0  # VAD + decode after the last block arrived
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "start": round(self.start, 3),
+            "end": round(self.end, 3),
+            "text": self.text,
+            "intent": self.intent,
+            "slots": self.slots,
+            "confidence": round(self.confidence, 4),
+            "understood": self.understood,
+            "cut": self.cut,
+            "latency_ms": round(self.latency_ms, 1),
+            **self.extra,
+        }
+
+
+def segments(blocks: Iterable[np.ndarray], vad: Vad, settings: ListenSettings) -> Iterator[tuple[Segment, float]]:
+    """Every finished segment, with the `perf_counter` time its last block arrived."""
+    windower, endpointer = Windower(), Endpointer(settings)
+    vad.reset()
+    arrived = time.perf_counter()
+    for block in blocks:
+        arrived = time.perf_counter()
+        for window in windower.feed(block):
+            for segment in endpointer.push(window, vad.prob(window)):
+                yield segment, arrived
+    for window in windower.flush():
+        for segment in endpointer.push(window, vad.prob(window)):
+            yield segment, arrived
+    for segment in endpointer.flush():
+        yield segment, arrived
+
+
+def listen(
+    blocks: Iterable[np.ndarray], vad: Vad, settings: ListenSettings, decode: Decode | None = None
+) -> Iterator[Event]:
+    """Events for the commands in `blocks`, in order; without `decode`, events with segment times only.
+
+    Closing the generator (or Ctrl-C in the caller) closes the source, which stops a microphone.
+    """
+    source = iter(blocks)
+    try:
+        for segment, arrived in segments(source, vad, settings):
+            event = Event(start=segment.start, end=segment.end, cut=segment.cut)
+            if decode is not None:
+                _fill(event, decode([segment.samples])[0])
+            event.compute_ms = 1000 * (time.perf_counter() - arrived)
+            event.wait_ms = 1000 * segment.endpoint_delay
+            event.latency_ms = event.wait_ms + event.compute_ms
+            yield event
+    finally:
+        close = getattr(source, "close", None)
+        if close is not None:
+            close()
+
+
+def _fill(event: Event, result: Any) -> None:
+    event.text = getattr(result, "text", "") or ""
+    event.confidence = float(getattr(result, "confidence", 0.0) or 0.0)
+    event.intent = getattr(result, "intent", None)
+    event.slots = getattr(result, "slots", None)
+    event.understood = bool(event.text) and not getattr(result, "no_speech", False)

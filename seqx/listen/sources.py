@@ -1,0 +1,120 @@
+"""Audio sources for `seqx listen`: float32 mono blocks at 16 kHz, whatever the input.
+
+Every source is an iterator of 1-D float32 numpy blocks in [-1, 1] at `SAMPLE_RATE`,
+so the VAD and the endpointer never know where the audio came from. Time is counted
+in samples downstream, never read from a clock, which is what makes a file played
+as fast as possible give the same segments as the same audio through a microphone.
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+import soxr
+
+from seqx.errors import SeqxError
+
+SAMPLE_RATE = 16000  # what Silero VAD and the models here take
+BLOCK = 512  # 32 ms at 16 kHz: one VAD window per block from the microphone
+
+
+class AudioSourceError(SeqxError):
+    """No microphone, a PortAudio failure, or an input that cannot be read: one printable line."""
+
+
+def microphone_blocks(device: str | int | None = None, block: int = BLOCK) -> Iterator[np.ndarray]:
+    """Blocks from a PortAudio input device (the default one when `device` is None).
+
+    PortAudio calls back on its own thread; a queue hands the blocks to the caller. The
+    stream opens on the first `next()` and closes when the iterator is closed (Ctrl-C included).
+    """
+    try:
+        import sounddevice as sd
+    except OSError as err:  # sounddevice raises OSError when libportaudio2 is missing
+        raise AudioSourceError(f"microphone: PortAudio is not installed ({err})") from None
+    blocks: queue.Queue[np.ndarray] = queue.Queue()
+
+    def callback(indata: np.ndarray, frames: int, when: object, status: object) -> None:
+        blocks.put(indata[:, 0].copy())
+
+    try:
+        stream = sd.InputStream(
+            samplerate=SAMPLE_RATE, channels=1, dtype="float32", blocksize=block, device=device, callback=callback
+        )
+    except (sd.PortAudioError, ValueError) as err:  # ValueError: "No input device matching ..."
+        what = "the default input device" if device is None else f"input device {device!r}"
+        raise AudioSourceError(f"microphone: cannot open {what} ({_first_line(err)})") from None
+    return _drain(stream, blocks)
+
+
+def _drain(stream: object, blocks: queue.Queue[np.ndarray]) -> Iterator[np.ndarray]:
+    with stream:  # type: ignore[attr-defined]
+        while True:
+            try:
+                yield blocks.get(timeout=2.0)
+            except queue.Empty:
+                raise AudioSourceError("microphone: no audio for 2 s (device stopped delivering)") from None
+
+
+def pcm_blocks(stream: BinaryIO | None = None, rate: int = SAMPLE_RATE, block: int = BLOCK) -> Iterator[np.ndarray]:
+    """Raw signed 16-bit little-endian mono PCM (what `arecord -f S16_LE -c 1` writes) at `rate`.
+
+    Read in small pieces so a live pipe is answered as soon as each block arrives; a rate
+    other than 16 kHz goes through soxr's streaming resampler, which keeps its state between
+    blocks (resampling each block alone would click at every boundary).
+    """
+    stream = stream if stream is not None else sys.stdin.buffer
+    resampler = soxr.ResampleStream(rate, SAMPLE_RATE, 1, dtype="float32") if rate != SAMPLE_RATE else None
+    want = block * 2 * max(1, round(rate / SAMPLE_RATE))
+    carry = b""
+    while True:
+        data = stream.read1(want) if hasattr(stream, "read1") else stream.read(want)
+        last = not data
+        data, carry = _whole_samples(carry + data)
+        samples = np.frombuffer(data, dtype="<i2").astype(np.float32) / 32768.0
+        if resampler is not None:
+            samples = resampler.resample_chunk(samples, last=last)
+        if samples.size:
+            yield samples
+        if last:
+            return
+
+
+def _whole_samples(data: bytes) -> tuple[bytes, bytes]:
+    """An odd byte waits for its partner in the next read."""
+    cut = len(data) - len(data) % 2
+    return data[:cut], data[cut:]
+
+
+def file_blocks(path: str | Path, realtime: bool = False, block: int = BLOCK) -> Iterator[np.ndarray]:
+    """A file (any format `load_audio` reads) played as if live: as fast as possible, or paced to the clock."""
+    from seqx.featurize.audio import load_audio  # the one entry point for audio (imports torch)
+
+    wave = load_audio(path, SAMPLE_RATE).numpy()
+    started = time.monotonic()
+    for first in range(0, wave.size, block):
+        if realtime:  # a block is handed over when it would have finished arriving from a microphone
+            due = started + (first + block) / SAMPLE_RATE
+            time.sleep(max(0.0, due - time.monotonic()))
+        yield wave[first : first + block]
+
+
+def open_source(
+    spec: str, rate: int = SAMPLE_RATE, realtime: bool = False, device: str | int | None = None
+) -> Iterator[np.ndarray]:
+    """`mic` (the microphone), `-` (raw PCM on stdin at `rate`) or a file path."""
+    if spec == "mic":
+        return microphone_blocks(device)
+    if spec == "-":
+        return pcm_blocks(sys.stdin.buffer, rate)
+    return file_blocks(spec, realtime=realtime)
+
+
+def _first_line(err: BaseException) -> str:
+    return (str(err).splitlines() or [type(err).__name__])[0]

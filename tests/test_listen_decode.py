@@ -1,0 +1,157 @@
+"""`seqx listen` with a real (tiny) model: each command in a stream is decoded as it ends, as the
+model decodes its file alone, and `--run` starts the recipe's action (a harmless script the test
+writes), never without `--run`.
+
+The model is trained once for the module (~1 min on one core) on a three-template espeak-ng
+grammar with one training voice; it knows little beyond its training files, so the stream is
+made of training files: this tests the listening, not the learning.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+
+from seqx.data.manifest import read_manifest
+from seqx.decode.transcribe import transcribe_files, transcribe_waves
+from seqx.featurize.audio import load_audio
+from seqx.decode.bundle import Bundle, load_bundle
+from seqx.recipe import Recipe, load_recipe
+from seqx.train.stage import run_train_stage
+
+R = 16000
+REPO = Path(__file__).resolve().parents[1]
+TINY = [
+    "device_profiles={}",
+    "data.size=64",
+    "data.synth.templates=['open the {app}', 'check the battery', 'scroll {way}']",
+    "data.synth.slots={app: [terminal, browser], way: [up, down]}",
+    "data.synth.accents=[en-us]",
+    "data.synth.variants=['', m3, f2]",
+    "data.synth.valid_voices=1",
+    "data.synth.test_voices=1",
+    "data.synth.heldout_command_share=0",
+    "data.synth.empty_share=0.4",
+    "data.synth.noise_share=0",
+    "data.synth.rate_wpm=[170, 170]",
+    "features.n_mels=40",
+    "features.specaugment=false",
+    "tokenizer.kind=char",
+    "model.d_model=48",
+    "model.heads=2",
+    "model.enc_layers=2",
+    "model.dec_layers=1",
+    "model.d_ff=96",
+    "model.dropout=0",
+    "train.epochs=60",
+    "train.lr=0.005",
+    "train.label_smoothing=0",
+    "train.warmup_steps=10",
+    "train.max_frames=600",
+    "train.workers=0",
+    "train.valid_max_utts=8",
+    "train.device=cpu",
+    "decode.max_len=40",
+    "decode.max_len_ratio=1.5",
+    "decode.beam=4",
+    # more than test_decode's 64 files, with lead and trail from none to 0.5 s: segments cut by the
+    # endpointer are not the training files, and a model that only knows those files' exact padding
+    # truncates the segments' last words
+    "data.size=160",
+    "data.synth.lead_s=[0.0, 0.5]",
+    "data.synth.trail_s=[0.0, 0.5]",
+]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Recipe, Bundle]:
+    root = tmp_path_factory.mktemp("listen_model")
+    recipe = load_recipe(REPO / "recipes/commands.yaml", [f"exp_dir={root}", *TINY])
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        run_train_stage(recipe, device="cpu")
+    finally:
+        torch.set_num_threads(threads)
+    return recipe, load_bundle(recipe.bundle_dir)
+
+
+@pytest.fixture(scope="module")
+def stream(trained: tuple[Recipe, Bundle], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """Three training commands (files the tiny model knows), 1.2 s of quiet room between them,
+    and what `transcribe_files` makes of each file alone."""
+    recipe, bundle = trained
+    utts = [u for u in read_manifest(recipe.data_dir / "train.jsonl") if u.text]
+    picked: dict[str, str] = {}
+    for utt in utts:  # one file per text, the first three texts
+        picked.setdefault(utt.text, utt.audio)
+    paths = list(picked.values())[:3]
+    alone = [r.text for r in transcribe_files(bundle, paths, bundle.decode)]
+    parts = [np.zeros(R // 2, dtype=np.float32)]
+    for path in paths:
+        parts += [load_audio(path, R).numpy(), np.zeros(int(1.2 * R), dtype=np.float32)]
+    wave = np.concatenate(parts)
+    # no room tone here: this model never heard any (its corpus has noise_share=0)
+    out = tmp_path_factory.mktemp("listen_stream") / "stream.wav"
+    sf.write(out, wave, R, subtype="PCM_16")
+    return out, alone
+
+
+def test_transcribe_waves_equals_transcribe_files(trained: tuple[Recipe, Bundle]) -> None:
+    recipe, bundle = trained
+    paths = [u.audio for u in read_manifest(recipe.data_dir / "train.jsonl")[:6]]
+    waves = [load_audio(p, bundle.sample_rate) for p in paths]
+    from_files = transcribe_files(bundle, paths, bundle.decode)
+    from_waves = transcribe_waves(bundle, [*waves, torch.zeros(8000)], bundle.decode)
+    assert [r.text for r in from_waves[:-1]] == [r.text for r in from_files]
+    assert [r.score for r in from_waves[:-1]] == pytest.approx([r.score for r in from_files])
+    assert from_waves[-1].no_speech and not from_waves[-1].text  # digital silence: the model is not asked
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "300", "OMP_NUM_THREADS": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "seqx", "listen", *args], capture_output=True, text=True, env=env, cwd=REPO, timeout=300
+    )
+
+
+def test_listen_decodes_each_command_and_runs_its_action_only_with_run(
+    trained: tuple[Recipe, Bundle], stream: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    _, bundle = trained
+    path, alone = stream
+    assert all(alone) and len(set(alone)) == 3  # the model knows these files
+    record = tmp_path / "ran.txt"
+    script = tmp_path / "act.py"
+    script.write_text(f"import sys\nopen({str(record)!r}, 'a').write(' '.join(sys.argv[1:]) + '\\n')\n")
+    recipe = tmp_path / "listen.yaml"
+    recipe.write_text(
+        "name: listen\nactions:\n"
+        f"  - {{text: {alone[0]}, run: [{sys.executable}, {script}, first, '{{text}}']}}\n"
+        f"  - {{text: {alone[2]}, run: [{sys.executable}, {script}, third]}}\n"
+    )
+    base = ["--model", str(bundle.folder), "--recipe", str(recipe), "--input", str(path)]
+    plain = _cli(*base)
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout.splitlines() == alone  # each command as the model hears it alone
+    assert not record.exists()  # no --run: nothing is executed
+
+    ran = _cli(*base, "--run", "--json")
+    assert ran.returncode == 0, ran.stderr
+    events = [json.loads(line) for line in ran.stdout.splitlines()]
+    assert [e["text"] for e in events] == alone
+    assert all(e["intent"] is None and e["latency_ms"] > 0 and e["end"] > e["start"] for e in events)
+    assert ran.stderr.count("run: ") == 2
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (not record.exists() or len(record.read_text().splitlines()) < 2):
+        time.sleep(0.1)
+    assert sorted(record.read_text().splitlines()) == [f"first {alone[0]}", "third"]
