@@ -68,7 +68,7 @@ def test_festival_rate_changes_duration_for_diphone_and_hts_voices() -> None:
         assert slow[0].size / slow[1] > 1.4 * fast[0].size / fast[1], variant
 
 
-def test_piper_length_scale_changes_duration_and_speak_many_matches() -> None:
+def test_piper_length_scale_changes_duration_and_a_kept_process_says_what_a_fresh_one_does() -> None:
     _need("piper")
     voice = Voice(engine="piper", language=JOE)
     quiet = dict(noise_scale=0.0, noise_w=0.0)  # piper's noise is unseeded: without it the audio repeats
@@ -77,10 +77,11 @@ def test_piper_length_scale_changes_duration_and_speak_many_matches() -> None:
     )
     assert short[1] == long[1] == 22050
     assert long[0].size > 1.4 * short[0].size
-    many = engines.ENGINES["piper"].speak_many(
-        ["check the battery", "show the program log"], voice, engines.Delivery(length_scale=0.8, **quiet)
-    )
-    assert len(many) == 2 and np.array_equal(many[0][0], short[0])
+    piper = engines.ENGINES["piper"]
+    how = engines.Delivery(length_scale=0.8, **quiet)
+    again = [piper.speak(t, voice, how) for t in ("find my files", "check the battery")]
+    fresh = piper.speak_once("check the battery", voice, engines.Delivery(length_scale=0.8, **quiet))
+    assert np.array_equal(again[1][0], short[0]) and np.array_equal(fresh[0], short[0])
 
 
 def test_piper_scales_are_drawn_per_utterance_in_the_recipe_ranges() -> None:
@@ -124,7 +125,8 @@ def _voices() -> list[Voice]:
 def test_test_engine_is_never_heard_in_training_and_other_engines_keep_new_voices(held: str) -> None:
     everything = "data.synth.engines=[espeak-ng, flite, festival, piper]"
     counts = ["data.synth.test_voices=3", "data.synth.valid_voices=2"]
-    synth = load_recipe(REPO / "recipes/commands.yaml", [everything, *counts, f"data.synth.test_engine={held}"]).data.synth
+    settings = [everything, *counts, f"data.synth.test_engine={held}"]
+    synth = load_recipe(REPO / "recipes/commands.yaml", settings).data.synth
     for seed in range(5):
         split = split_voices(synth, seed, _voices())
         assert not any(v.engine == held for v in split["train"] + split["valid"])

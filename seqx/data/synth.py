@@ -4,6 +4,9 @@ The whole corpus is planned first, in one process, from the seed: which command,
 voice, rate, pitch, loudness, noise and padding each utterance gets. Workers then
 only render plans, each from its own seeded generator, so the audio is
 byte-identical for a seed whatever the number of workers or their scheduling.
+One exception: piper draws its own noise inside its ONNX model, unseeded, so a
+piper utterance with noise_scale or noise_w above 0 differs from run to run
+(same words, voice and timing scales; what seqx draws is still fixed by the seed).
 """
 
 from __future__ import annotations
@@ -200,16 +203,32 @@ def with_piper_scales(plans: list[Plan], synth: SynthSettings) -> list[Plan]:
     """Piper voices' plans with their (length, noise, noise_w) drawn from the recipe's ranges.
 
     Each from its own generator, seeded by the plan's seed, so adding piper to a recipe leaves
-    every other utterance's draws as they were.
+    every other utterance's draws as they were. With `piper_scale_levels` each scale is one of
+    that many evenly spaced values, so utterances share piper processes (see render_order).
     """
     ranges = (synth.piper_length_scale, synth.piper_noise_scale, synth.piper_noise_w)
+    levels = synth.piper_scale_levels
     drawn = []
     for plan in plans:
         if plan.voice.engine == "piper":
             rng = np.random.default_rng([*plan.seed, 4])
-            plan = replace(plan, scales=tuple(round(float(rng.uniform(lo, hi)), 3) for lo, hi in ranges))
+            if levels:
+                steps = rng.integers(levels, size=3) / max(levels - 1, 1) if levels > 1 else np.full(3, 0.5)
+                values = [lo + step * (hi - lo) for (lo, hi), step in zip(ranges, steps)]
+            else:
+                values = [rng.uniform(lo, hi) for lo, hi in ranges]
+            plan = replace(plan, scales=tuple(round(float(v), 3) for v in values))
         drawn.append(plan)
     return drawn
+
+
+def render_order(plans: list[Plan]) -> list[Plan]:
+    """The plans in the order to render them: piper's grouped by voice and setting, after the rest.
+
+    A worker keeps a piper process per setting (engines.Piper), so neighbours that share one
+    load the model once. The audio of a plan does not depend on the order.
+    """
+    return sorted(plans, key=lambda p: (p.voice.engine == "piper", p.voice.language, p.voice.variant, p.scales or ()))
 
 
 def render(plan: Plan, sample_rate: int) -> np.ndarray:
@@ -308,7 +327,7 @@ def synthesize(
     shutil.rmtree(out_dir / "audio", ignore_errors=True)  # a smaller corpus must not leave the old one's files
     for split in SPLITS:
         (out_dir / "audio" / split).mkdir(parents=True, exist_ok=True)
-    jobs = [(p, settings.sample_rate, str(out_dir / "audio" / p.split / f"{p.id}.wav")) for p in plans]
+    jobs = [(p, settings.sample_rate, str(out_dir / "audio" / p.split / f"{p.id}.wav")) for p in render_order(plans)]
     manifests: dict[str, list[Utterance]] = {s: [] for s in SPLITS}
     skipped: list[tuple[str, str]] = []
     by_id = {p.id: (p, path) for p, _, path in jobs}
@@ -328,4 +347,8 @@ def synthesize(
                 )
             task.advance(1)
     task.close()
+    planned = {p.id: i for i, p in enumerate(plans)}  # manifests in plan order, whatever the render order
+    for utterances in manifests.values():
+        utterances.sort(key=lambda u: planned[u.id])
+    skipped.sort(key=lambda item: planned[item[0]])
     return manifests, heldout, skipped
