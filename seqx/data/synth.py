@@ -291,12 +291,16 @@ def check_engines(voices: list[Voice]) -> None:
     """Fail once, clearly, when an engine cannot run at all (rather than once per utterance)."""
     for engine in sorted({v.engine for v in voices}):
         engines.check_engine(engine)
-    missing = sorted({v.language for v in voices if v.engine == "piper"} - set(engines.piper_models()))
-    if missing:
-        raise SeqxError(
-            f"data.synth.piper_voices: {', '.join(missing)} not installed (installed: "
-            f"{', '.join(engines.piper_models()) or 'none'}); {engines.ENGINES['piper'].install}"
-        )
+    installed = {"piper": tuple(engines.piper_models()), "festival": ()}
+    if any(v.engine == "festival" for v in voices):
+        installed["festival"] = engines.ENGINES["festival"].names()
+    for engine, setting, field in (("piper", "piper_voices", "language"), ("festival", "festival_voices", "variant")):
+        missing = sorted({getattr(v, field) for v in voices if v.engine == engine} - set(installed[engine]))
+        if missing:
+            raise SeqxError(
+                f"data.synth.{setting}: {', '.join(missing)} not installed (installed: "
+                f"{', '.join(installed[engine]) or 'none'}); {engines.ENGINES[engine].install}"
+            )
 
 
 def corpus_plans(
