@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ from typer.testing import CliRunner
 
 from seqx.cli.app import COMMAND_MODULES, app
 from seqx.data import engines
-from seqx.data.manifest import read_manifest
+from seqx.data.manifest import CLIPPED_SUFFIX, read_manifest
 from seqx.data.stage import run_data_stage
 from seqx.data.synth import Plan, check_engines, render, with_piper_scales
 from seqx.data.voices import split_voices
@@ -102,6 +103,8 @@ def test_piper_scales_are_drawn_per_utterance_in_the_recipe_ranges() -> None:
     for column, (lo, hi) in enumerate((synth.piper_length_scale, synth.piper_noise_scale, synth.piper_noise_w)):
         assert lo <= scales[:, column].min() < scales[:, column].max() <= hi
     assert with_piper_scales(plans, synth) == drawn  # seeded by the plan
+    copy = replace(plans[0], id=plans[0].id + CLIPPED_SUFFIX, seed=(1, 5_000_000))
+    assert with_piper_scales([copy], synth)[0].scales == drawn[0].scales  # a clipped copy keeps its delivery
 
 
 def test_seqx_data_voices_lists_every_engine(tmp_path: Path) -> None:

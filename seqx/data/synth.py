@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from multiprocessing import get_context
@@ -202,7 +203,8 @@ def speak(
 def with_piper_scales(plans: list[Plan], synth: SynthSettings) -> list[Plan]:
     """Piper voices' plans with their (length, noise, noise_w) drawn from the recipe's ranges.
 
-    Each from its own generator, seeded by the plan's seed, so adding piper to a recipe leaves
+    Each from its own generator, seeded by the recipe's seed and the plan's id (less a clipped or
+    tight copy's suffix: a copy keeps its command's delivery), so adding piper to a recipe leaves
     every other utterance's draws as they were. With `piper_scale_levels` each scale is one of
     that many evenly spaced values, so utterances share piper processes (see render_order).
     """
@@ -211,7 +213,8 @@ def with_piper_scales(plans: list[Plan], synth: SynthSettings) -> list[Plan]:
     drawn = []
     for plan in plans:
         if plan.voice.engine == "piper":
-            rng = np.random.default_rng([*plan.seed, 4])
+            source_id = plan.id.removesuffix(CLIPPED_SUFFIX).removesuffix(TIGHT_SUFFIX)
+            rng = np.random.default_rng([plan.seed[0], 4, zlib.crc32(source_id.encode())])
             if levels:
                 steps = rng.integers(levels, size=3) / max(levels - 1, 1) if levels > 1 else np.full(3, 0.5)
                 values = [lo + step * (hi - lo) for (lo, hi), step in zip(ranges, steps)]
