@@ -37,6 +37,21 @@ ONE_VOICE_EACH = {
 }
 
 
+def _median_f0(samples: np.ndarray, rate: int) -> float:
+    """The median pitch of the voiced frames, by autocorrelation (60-400 Hz)."""
+    hop, size = rate // 100, rate // 20
+    lags = np.arange(rate // 400, rate // 60)
+    found = []
+    for start in range(0, samples.size - size - lags[-1], hop):
+        frame = samples[start : start + size]
+        if np.sqrt(np.mean(frame**2)) < 0.05 * np.abs(samples).max():
+            continue
+        corr = np.array([np.dot(frame, samples[start + lag : start + lag + size]) for lag in lags])
+        if corr.max() > 0.5 * np.dot(frame, frame):
+            found.append(rate / lags[corr.argmax()])
+    return float(np.median(found))
+
+
 def _need(name: str) -> None:
     if not engines.engine(name).available():
         pytest.skip(f"{name} is not installed ({engines.engine(name).install})")
@@ -71,6 +86,10 @@ def test_festival_rate_changes_duration_and_its_kept_process_says_what_text2wave
         assert slow[0].size / slow[1] > 1.4 * fast[0].size / fast[1], variant
         once = festival.speak_once('say "check" the battery', voice, engines.Delivery(rate=240))
         assert np.array_equal(once[0], fast[0]) and once[1] == fast[1]
+    kal = Voice(engine="festival", variant="kal_diphone")
+    low, high = (festival.speak("check the battery", kal, engines.Delivery(pitch=p))[0] for p in (20, 80))
+    assert _median_f0(high, 16000) > 1.3 * _median_f0(low, 16000)  # 2^0.6 = 1.52
+    assert np.array_equal(festival.speak_once("check the battery", kal, engines.Delivery(pitch=80))[0], high)
     with pytest.raises(SeqxError, match="festival: no voice 'nosuch'"):
         festival.speak("check", Voice(engine="festival", variant="nosuch"), engines.Delivery())
 

@@ -147,7 +147,7 @@ class Festival:
             out = running.workdir / "u.wav"
             quoted = text.replace("\\", "\\\\").replace('"', '\\"')
             request = (
-                f"(voice_{voice.variant}) {_festival_rate(voice, how.rate)} "  # the voice resets the rate
+                f"(voice_{voice.variant}) {_festival_delivery(voice, how)} "  # the voice resets rate and pitch
                 f'(utt.save.wave (utt.synth (Utterance Text "{quoted}")) "{out}" \'riff) '
                 f'(print "seqx-done") (fflush nil)'
             )
@@ -162,7 +162,8 @@ class Festival:
         """`text` said by `text2wave`, a process of its own (voice load included): what `speak` saves."""
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "u.wav"
-            cmd = ["text2wave", "-eval", f"(voice_{voice.variant})", "-eval", _festival_rate(voice, how.rate)]
+            delivery = f"(begin {_festival_delivery(voice, how)})"
+            cmd = ["text2wave", "-eval", f"(voice_{voice.variant})", "-eval", delivery]
             _run([*cmd, "-o", str(out)], input=text.encode())  # the text on stdin: nothing to quote
             samples, rate_hz = _read_wav(out)
         return samples * (how.amplitude / 100.0), rate_hz
@@ -174,11 +175,21 @@ class Festival:
         self.kept.close()
 
 
-def _festival_rate(voice: Voice, rate: int) -> str:
-    """The Scheme that sets the speed: HTS voices ignore Duration_Stretch and take hts_engine's -r."""
+def _festival_delivery(voice: Voice, how: Delivery) -> str:
+    """The Scheme that sets speed and pitch after `(voice_X)` (which resets both).
+
+    Speed: HTS voices ignore Duration_Stretch and take hts_engine's -r. Pitch: diphone voices
+    scale their intonation model's mean F0 by 2^((pitch-50)/100) (espeak-ng's 30..70 is about
+    +-2.4 semitones; kal_diphone measured 83 vs 128 Hz at 0.8 vs 1.25); Debian's HTS voice
+    ignores hts_engine's -fm, so its pitch is not varied.
+    """
     if voice.variant.endswith("_hts"):
-        return f'(set! hts_engine_params (append hts_engine_params (list (list "-r" {rate / NORMAL_WPM:.3f}))))'
-    return f"(Parameter.set 'Duration_Stretch {NORMAL_WPM / rate:.3f})"
+        return f'(set! hts_engine_params (append hts_engine_params (list (list "-r" {how.rate / NORMAL_WPM:.3f}))))'
+    scale = 2 ** ((how.pitch - 50) / 100)
+    mean = "(car (cdr (assoc 'target_f0_mean int_lr_params)))"
+    pitch = f"(set! int_lr_params (cons (list 'target_f0_mean (* {scale:.4f} {mean})) int_lr_params))"
+    stretch = f"(Parameter.set 'Duration_Stretch {NORMAL_WPM / how.rate:.3f})"
+    return f"{stretch} (if (assoc 'target_f0_mean int_lr_params) {pitch})"
 
 
 @dataclass(frozen=True)
