@@ -21,7 +21,7 @@ from seqx.data import engines
 from seqx.data.manifest import CLIPPED_SUFFIX, read_manifest
 from seqx.data.stage import run_data_stage
 from seqx.data.synth import Plan, check_engines, render, with_piper_scales
-from seqx.data.voices import split_voices
+from seqx.data.voices import distinct_voices, split_voices
 from seqx.errors import SeqxError
 from seqx.recipe import Voice, load_recipe
 
@@ -213,3 +213,24 @@ def test_a_voice_or_engine_that_is_not_installed_is_one_line_naming_its_package(
         assert listed[name] == f"not installed: {engines.ENGINES[name].install}"
     with pytest.raises(SeqxError, match=r"^flite: not installed; apt-get install flite$"):
         check_engines([Voice(engine="flite", variant="slt")])
+
+
+def test_distinctness_probe_hears_every_engine() -> None:
+    """The probe that keeps two names for one sound out of two splits works for festival and piper too."""
+    for name in ("festival", "piper"):
+        _need(name)
+    voices = [
+        Voice(engine="festival", variant="kal_diphone"),
+        Voice(engine="festival", variant="ked_diphone"),
+        Voice(engine="festival", variant="cmu_us_slt_arctic_hts"),
+        Voice(engine="piper", language=JOE),
+        Voice(engine="flite", variant="kal"),
+        Voice(engine="piper", language=JOE, variant=""),  # the same voice again: its noise is off in the probe
+        Voice(engine="festival", variant="nosuch"),
+    ]
+    kept, dropped = distinct_voices(voices, workers=2)
+    assert kept == voices[:5]
+    assert dropped == [
+        (f"piper:{JOE}", f"sounds the same as piper:{JOE}"),
+        ("festival:nosuch", "the engine failed"),
+    ]
