@@ -225,8 +225,12 @@ class _KeptProcess:
     def ask(self, request: bytes) -> tuple[re.Match, bytes]:
         """(the done line's match, the output before it); RuntimeError when the process dies or hangs."""
         assert self.proc.stdin is not None and self.stream is not None
-        self.proc.stdin.write(request + b"\n")
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write(request + b"\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            self.close()
+            raise RuntimeError(f"{Path(self.proc.args[0]).name} exited (exit {self.proc.returncode})") from None
         said = b""
         while True:
             line, newline, rest = self.pending.partition(b"\n")
@@ -263,8 +267,8 @@ class _Kept:
 
     def get(self, key: tuple[str, ...], start) -> _KeptProcess:
         running = self.running.pop(key, None)
-        if running is None or running.owner != os.getpid():
-            running = start()
+        if running is None or running.owner != os.getpid() or running.proc.poll() is not None:
+            running = start()  # none yet, the parent's (after a fork), or one that died
         self.running[key] = running
         while len(self.running) > self.size:
             self.running.popitem(last=False)[1].close()
