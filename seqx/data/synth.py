@@ -214,7 +214,7 @@ def with_piper_scales(plans: list[Plan], synth: SynthSettings) -> list[Plan]:
     for plan in plans:
         if plan.voice.engine == "piper":
             source_id = plan.id.removesuffix(CLIPPED_SUFFIX).removesuffix(TIGHT_SUFFIX)
-            rng = np.random.default_rng([plan.seed[0], 4, zlib.crc32(source_id.encode())])
+            rng = np.random.default_rng([plan.seed[0], 7, zlib.crc32(source_id.encode())])
             if levels:
                 steps = rng.integers(levels, size=3) / max(levels - 1, 1) if levels > 1 else np.full(3, 0.5)
                 values = [lo + step * (hi - lo) for (lo, hi), step in zip(ranges, steps)]
