@@ -21,7 +21,7 @@ from seqx.data import engines
 from seqx.data.manifest import CLIPPED_SUFFIX, read_manifest
 from seqx.data.stage import run_data_stage
 from seqx.data.synth import Plan, check_engines, render, with_piper_scales
-from seqx.data.voices import distinct_voices, split_voices
+from seqx.data.voices import all_voices, distinct_voices, split_voices
 from seqx.errors import SeqxError
 from seqx.recipe import Voice, load_recipe
 
@@ -234,3 +234,36 @@ def test_distinctness_probe_hears_every_engine() -> None:
         (f"piper:{JOE}", f"sounds the same as piper:{JOE}"),
         ("festival:nosuch", "the engine failed"),
     ]
+
+
+def test_a_multi_speaker_piper_voice_is_one_voice_per_speaker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A package shipping MODEL.onnx + MODEL.onnx.json with a speaker_id_map gives piper:MODEL#SPEAKER voices."""
+    site = tmp_path / "site"
+    data = site / "two_voice" / "data"
+    data.mkdir(parents=True)
+    (data / "xx_XX-two-low.onnx").write_bytes(b"not run here")
+    config = {"phoneme_id_map": {}, "audio": {"sample_rate": 16000}, "speaker_id_map": {"bob": 1, "ann": 0}}
+    (data / "xx_XX-two-low.onnx.json").write_text(json.dumps(config))
+    info = site / "two_voice-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: two-voice\nVersion: 1.0\n")
+    files = ["two_voice/data/xx_XX-two-low.onnx", "two_voice/data/xx_XX-two-low.onnx.json"]
+    (info / "RECORD").write_text("".join(f"{f},,\n" for f in files))
+    monkeypatch.syspath_prepend(str(site))
+    engines.piper_models.cache_clear()
+    try:
+        model = engines.piper_models()["xx_XX-two-low"]
+        assert model.package == "two-voice" and model.speakers == {"bob": 1, "ann": 0} and model.sample_rate == 16000
+        names = [engines.voice_name(v) for v in engines.ENGINES["piper"].voices()]
+        assert {"piper:xx_XX-two-low#ann", "piper:xx_XX-two-low#bob"} <= set(names)
+        chosen = ["data.synth.engines=[piper]", "data.synth.piper_voices=[xx_XX-two-low, xx_XX-two-low#bob]"]
+        voices = all_voices(load_recipe(REPO / "recipes/commands.yaml", chosen).data.synth)
+        assert [(v.language, v.variant) for v in voices if v.engine == "piper"] == [
+            ("xx_XX-two-low", "ann"),  # "MODEL": every speaker, in speaker-id order
+            ("xx_XX-two-low", "bob"),
+            ("xx_XX-two-low", "bob"),  # "MODEL#SPEAKER": that one
+        ]
+    finally:
+        engines.piper_models.cache_clear()
