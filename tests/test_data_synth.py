@@ -128,7 +128,8 @@ def test_flite_test_voices_and_max_duration(tmp_path: Path) -> None:
     recipe = _recipe(tmp_path, "data.size=24", "data.synth.test_engine=flite", "data.max_duration=2.5")
     report = run_data_stage(recipe)
     splits = _splits(recipe)
-    assert {u.speaker.split(":")[0] for u in splits["test"]} == {"flite"}
+    # the unheard engine (and held-out voices of the engine trained on: tests/test_data_engines.py)
+    assert "flite" in {u.speaker.split(":")[0] for u in splits["test"]}
     assert {u.speaker.split(":")[0] for u in splits["train"] + splits["valid"]} == {"espeak"}
     assert report.skipped and all("data.max_duration" in why for _, why in report.skipped)
     assert max(u.duration for s in splits.values() for u in s) <= 2.5
@@ -160,8 +161,8 @@ def test_engine_weights_set_each_engines_share_of_utterances() -> None:
     zero_weight = r"data\.synth\.engine_weights\.flite: input should be greater than 0 \(got 0\)"
     with pytest.raises(RecipeError, match=zero_weight):
         load_recipe(REPO / "recipes/commands.yaml", [*both, "data.synth.engine_weights={flite: 0}"])
-    with pytest.raises(RecipeError, match=r"data\.synth\.engine_weights\.festival: input should be 'espeak-ng' or"):
-        load_recipe(REPO / "recipes/commands.yaml", [*both, "data.synth.engine_weights={festival: 1}"])
+    with pytest.raises(RecipeError, match=r"data\.synth\.engine_weights\.festivl: input should be 'espeak-ng', "):
+        load_recipe(REPO / "recipes/commands.yaml", [*both, "data.synth.engine_weights={festivl: 1}"])
 
 
 def test_cache_is_a_no_op_and_settings_changes_redo(tmp_path: Path) -> None:

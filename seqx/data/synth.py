@@ -1,18 +1,20 @@
-"""The synthetic voice-command corpus: real speech from espeak-ng / flite, with noise.
+"""The synthetic voice-command corpus: real speech from espeak-ng, flite, festival and piper, with noise.
 
 The whole corpus is planned first, in one process, from the seed: which command,
 voice, rate, pitch, loudness, noise and padding each utterance gets. Workers then
 only render plans, each from its own seeded generator, so the audio is
 byte-identical for a seed whatever the number of workers or their scheduling.
+One exception: piper draws its own noise inside its ONNX model, unseeded, so a
+piper utterance with noise_scale or noise_w above 0 differs from run to run
+(same words, voice and timing scales; what seqx draws is still fixed by the seed).
 """
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import subprocess
-import tempfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from multiprocessing import get_context
@@ -22,6 +24,7 @@ import numpy as np
 import soundfile as sf
 import soxr
 
+from seqx.data import engines
 from seqx.data.manifest import CLIPPED_SUFFIX, TIGHT_SUFFIX, Utterance
 from seqx.data.noise import NOISE_KINDS, draw_noise, mix_at_snr
 from seqx.data.voices import all_voices, distinct_voices, split_voices, voice_name
@@ -29,7 +32,7 @@ from seqx.errors import SeqxError
 from seqx.grammar.heldout import draw
 from seqx.grammar.load import grammar_from_settings
 from seqx.grammar.model import Grammar
-from seqx.recipe import DataSettings, Voice
+from seqx.recipe import DataSettings, SynthSettings, Voice
 from seqx.report import Reporter
 
 SPLITS = ("train", "valid", "test")
@@ -56,6 +59,7 @@ class Plan:
     seed: tuple[int, int]
     spoken: str = ""  # what the voice says when it is not the transcript (a clipped command)
     clip_start: float = 0.0  # share of the speech cut from its start (0: none)
+    scales: tuple[float, float, float] | None = None  # piper's (length, noise, noise_w); None: the voice's own
 
     @property
     def says(self) -> str:
@@ -218,30 +222,55 @@ def _plan_one(
     return plan, heldout
 
 
-def speak(text: str, voice: Voice, rate: int, pitch: int, amplitude: int) -> tuple[np.ndarray, int]:
-    """Run the engine; returns float32 samples and their rate."""
-    if voice.engine == "flite":
-        with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "u.wav"
-            # flite's speed is a duration multiplier: 175 wpm ~ 1.0
-            stretch = f"{175.0 / rate:.3f}"
-            cmd = ["flite", "-voice", voice.variant, "--setf", f"duration_stretch={stretch}"]
-            cmd += ["-t", text, "-o", str(out)]
-            subprocess.run(cmd, check=True, capture_output=True, timeout=60)
-            samples, rate_hz = sf.read(out, dtype="float32")
-        return samples * (amplitude / 100.0), rate_hz
-    name = voice.language + (f"+{voice.variant}" if voice.variant else "")
-    cmd = ["espeak-ng", "-v", name, "-s", str(rate), "-p", str(pitch), "-a", str(amplitude), "--stdout", text]
-    wav = subprocess.run(cmd, check=True, capture_output=True, timeout=60).stdout
-    samples, rate_hz = sf.read(io.BytesIO(wav), dtype="float32")
-    return samples, rate_hz
+def speak(
+    text: str, voice: Voice, rate: int, pitch: int, amplitude: int, scales: tuple[float, float, float] | None = None
+) -> tuple[np.ndarray, int]:
+    """Run the voice's engine (seqx/data/engines.py); returns mono float32 samples and their rate."""
+    how = engines.Delivery(rate=rate, pitch=pitch, amplitude=amplitude)
+    if scales is not None:
+        how = replace(how, length_scale=scales[0], noise_scale=scales[1], noise_w=scales[2])
+    return engines.speak(text, voice, how)
+
+
+def with_piper_scales(plans: list[Plan], synth: SynthSettings) -> list[Plan]:
+    """Piper voices' plans with their (length, noise, noise_w) drawn from the recipe's ranges.
+
+    Each from its own generator, seeded by the recipe's seed and the plan's id (less a clipped or
+    tight copy's suffix: a copy keeps its command's delivery), so adding piper to a recipe leaves
+    every other utterance's draws as they were. With `piper_scale_levels` each scale is one of
+    that many evenly spaced values, so utterances share piper processes (see render_order).
+    """
+    ranges = (synth.piper_length_scale, synth.piper_noise_scale, synth.piper_noise_w)
+    levels = synth.piper_scale_levels
+    drawn = []
+    for plan in plans:
+        if plan.voice.engine == "piper":
+            source_id = plan.id.removesuffix(CLIPPED_SUFFIX).removesuffix(TIGHT_SUFFIX)
+            rng = np.random.default_rng([plan.seed[0], 7, zlib.crc32(source_id.encode())])
+            if levels:
+                steps = rng.integers(levels, size=3) / max(levels - 1, 1) if levels > 1 else np.full(3, 0.5)
+                values = [lo + step * (hi - lo) for (lo, hi), step in zip(ranges, steps)]
+            else:
+                values = [rng.uniform(lo, hi) for lo, hi in ranges]
+            plan = replace(plan, scales=tuple(round(float(v), 3) for v in values))
+        drawn.append(plan)
+    return drawn
+
+
+def render_order(plans: list[Plan]) -> list[Plan]:
+    """The plans in the order to render them: piper's grouped by voice and setting, after the rest.
+
+    A worker keeps a piper process per setting (engines.Piper), so neighbours that share one
+    load the model once. The audio of a plan does not depend on the order.
+    """
+    return sorted(plans, key=lambda p: (p.voice.engine == "piper", p.voice.language, p.voice.variant, p.scales or ()))
 
 
 def render(plan: Plan, sample_rate: int) -> np.ndarray:
     """The utterance's samples at `sample_rate`: speech (or nothing), padding and noise."""
     rng = np.random.default_rng(list(plan.seed))
     if plan.says:
-        speech, rate_hz = speak(plan.says, plan.voice, plan.rate, plan.pitch, plan.amplitude)
+        speech, rate_hz = speak(plan.says, plan.voice, plan.rate, plan.pitch, plan.amplitude, plan.scales)
         if speech.ndim > 1:
             speech = speech.mean(axis=1)
         if rate_hz != sample_rate:
@@ -296,13 +325,17 @@ def _render_to_file(job: tuple[Plan, int, str]) -> tuple[str, float, str | None]
 def check_engines(voices: list[Voice]) -> None:
     """Fail once, clearly, when an engine cannot run at all (rather than once per utterance)."""
     for engine in sorted({v.engine for v in voices}):
-        if shutil.which(engine) is None:
-            raise SeqxError(f"{engine}: not installed; `make setup` installs it (apt-get install {engine})")
-        probe = [engine, "--version"] if engine == "espeak-ng" else [engine, "-lv"]
-        result = subprocess.run(probe, check=False, capture_output=True, text=True, timeout=30)
-        if result.returncode != 0:
-            reason = (result.stderr or result.stdout).strip().splitlines()
-            raise SeqxError(f"{engine}: does not run ({reason[0] if reason else f'exit {result.returncode}'})")
+        engines.check_engine(engine)
+    installed = {"piper": tuple(engines.piper_models()), "festival": ()}
+    if any(v.engine == "festival" for v in voices):
+        installed["festival"] = engines.ENGINES["festival"].names()
+    for engine, setting, field in (("piper", "piper_voices", "language"), ("festival", "festival_voices", "variant")):
+        missing = sorted({getattr(v, field) for v in voices if v.engine == engine} - set(installed[engine]))
+        if missing:
+            raise SeqxError(
+                f"data.synth.{setting}: {', '.join(missing)} not installed (installed: "
+                f"{', '.join(installed[engine]) or 'none'}); {engines.ENGINES[engine].install}"
+            )
 
 
 def corpus_plans(
@@ -317,7 +350,7 @@ def corpus_plans(
     check_engines(voices)
     voices, dropped = distinct_voices(voices, workers)
     plans, heldout = plan_corpus(settings, voices)
-    return plans, heldout, voices, dropped
+    return with_piper_scales(plans, settings.synth), heldout, voices, dropped
 
 
 def synthesize(
@@ -333,7 +366,7 @@ def synthesize(
     shutil.rmtree(out_dir / "audio", ignore_errors=True)  # a smaller corpus must not leave the old one's files
     for split in SPLITS:
         (out_dir / "audio" / split).mkdir(parents=True, exist_ok=True)
-    jobs = [(p, settings.sample_rate, str(out_dir / "audio" / p.split / f"{p.id}.wav")) for p in plans]
+    jobs = [(p, settings.sample_rate, str(out_dir / "audio" / p.split / f"{p.id}.wav")) for p in render_order(plans)]
     manifests: dict[str, list[Utterance]] = {s: [] for s in SPLITS}
     skipped: list[tuple[str, str]] = []
     by_id = {p.id: (p, path) for p, _, path in jobs}
@@ -353,4 +386,8 @@ def synthesize(
                 )
             task.advance(1)
     task.close()
+    planned = {p.id: i for i, p in enumerate(plans)}  # manifests in plan order, whatever the render order
+    for utterances in manifests.values():
+        utterances.sort(key=lambda u: planned[u.id])
+    skipped.sort(key=lambda item: planned[item[0]])
     return manifests, heldout, skipped

@@ -1,9 +1,12 @@
-"""Synthetic speakers: espeak-ng accents x voice variants, and flite voices.
+"""Synthetic speakers: espeak-ng accents x variants, flite, festival and piper voices.
 
 Test and valid speakers are drawn from the voice list before any utterance is
-made, so a test voice is never heard in training. With `test_engine: flite` the
-test speakers are all flite voices and training hears espeak-ng only: a harder
-test of generalizing to an engine never heard.
+made, so a test voice is never heard in training. The `test_voices` held out
+are spread over the engines in turn (an engine keeps at least one voice for
+training), so every engine's "new voice" is in the test split. With
+`test_engine: E` every voice of E is a test speaker as well and E is never
+heard in training: "a new kind of voice" is measured beside "a new voice", in
+one test split whose speaker names (piper:..., flite:...) tell them apart.
 
 A voice name espeak-ng does not know is not an error to it: it quietly speaks
 with the accent's plain voice (`en-us+annie` is `en-us`; `en-gb` ignores every
@@ -17,58 +20,60 @@ import difflib
 import functools
 import hashlib
 import subprocess
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 
+from seqx.data import engines
 from seqx.errors import SeqxError
 from seqx.recipe import SynthSettings, Voice
 
 
 def all_voices(settings: SynthSettings) -> list[Voice]:
+    """Every voice the settings name, engine by engine (an engine counts when trained on or tested on)."""
+    wanted = set(settings.engines) | ({settings.test_engine} - {"same"})
     voices = []
-    if "espeak-ng" in settings.engines:
+    if "espeak-ng" in wanted:
         voices += [
             Voice(engine="espeak-ng", language=a, variant=v) for a in settings.accents for v in settings.variants
         ]
-    if "flite" in settings.engines or settings.test_engine == "flite":
+    if "flite" in wanted:
         voices += [Voice(engine="flite", language="en-us", variant=v) for v in settings.flite_voices]
+    if "festival" in wanted:
+        voices += [Voice(engine="festival", language="en-us", variant=v) for v in settings.festival_voices]
+    if "piper" in wanted:
+        voices += [v for name in settings.piper_voices for v in _piper_voices(name)]
     return voices
 
 
+def _piper_voices(name: str) -> list[Voice]:
+    """"MODEL#SPEAKER" is one voice; "MODEL" is every speaker of the model (or the model, when absent)."""
+    model, _, speaker = name.partition("#")
+    installed = engines.piper_models().get(model)
+    speakers = [speaker] if speaker else sorted(installed.speakers, key=installed.speakers.get) if installed else []
+    return [Voice(engine="piper", language=model, variant=s) for s in speakers or [""]]
+
+
 def voice_name(voice: Voice) -> str:
-    if voice.engine == "flite":
-        return f"flite:{voice.variant}"
-    return f"espeak:{voice.language}{'+' + voice.variant if voice.variant else ''}"
+    return engines.voice_name(voice)
 
 
 PROBE_TEXT = "check the battery"
+# piper without its noise, so that two names for one speaker sound the same to the probe
+PROBE_DELIVERY = engines.Delivery(noise_scale=0.0, noise_w=0.0)
 
 
 @functools.cache
 def _sound_of(voice: Voice) -> str | None:
     """A hash of the voice saying PROBE_TEXT; None when the engine fails or says nothing."""
     try:
-        if voice.engine == "flite":
-            with tempfile.TemporaryDirectory() as tmp:
-                out = Path(tmp) / "probe.wav"
-                subprocess.run(
-                    ["flite", "-voice", voice.variant, "-t", PROBE_TEXT, "-o", str(out)],
-                    check=True,
-                    capture_output=True,
-                    timeout=60,
-                )
-                wav = out.read_bytes()
-        else:
-            name = voice.language + (f"+{voice.variant}" if voice.variant else "")
-            wav = subprocess.run(
-                ["espeak-ng", "-v", name, "--stdout", PROBE_TEXT], check=True, capture_output=True, timeout=60
-            ).stdout
-    except (subprocess.SubprocessError, OSError):
+        samples, rate_hz = engines.speak(PROBE_TEXT, voice, PROBE_DELIVERY)
+    except (subprocess.SubprocessError, OSError, RuntimeError, SeqxError):
         return None
-    return hashlib.sha256(wav).hexdigest() if len(wav) > 1000 else None
+    if samples.size < rate_hz // 10 or not np.abs(samples).max() > 1e-4:
+        return None
+    pcm = np.round(samples * 32767).astype(np.int16)  # the samples as the engine wrote them
+    return hashlib.sha256(pcm.tobytes() + str(rate_hz).encode()).hexdigest()
 
 
 def distinct_voices(voices: list[Voice], workers: int) -> tuple[list[Voice], list[tuple[str, str]]]:
@@ -96,12 +101,12 @@ def split_voices(settings: SynthSettings, seed: int, voices: list[Voice] | None 
     shuffled = [voices[i] for i in order]
     if settings.test_speakers:
         test, rest = _pinned_test_speakers(settings.test_speakers, shuffled)
-    elif settings.test_engine == "flite":
-        test = [v for v in shuffled if v.engine == "flite"]
-        rest = [v for v in shuffled if v.engine != "flite"]
     else:
-        test, rest = shuffled[: settings.test_voices], shuffled[settings.test_voices :]
-    valid, train = rest[: settings.valid_voices], rest[settings.valid_voices :]
+        unheard = [v for v in shuffled if v.engine == settings.test_engine]
+        heard = [v for v in shuffled if v.engine != settings.test_engine]
+        test, rest = _held_out_by_engine(heard, settings.test_voices)
+        test = unheard + test
+    valid, train = _held_out_by_engine(rest, settings.valid_voices)
     if not (train and valid and test):
         raise SeqxError(
             f"data.synth: {len(voices)} voices cannot give train, valid ({settings.valid_voices}) and "
@@ -119,9 +124,34 @@ def _pinned_test_speakers(names: list[str], voices: list[Voice]) -> tuple[list[V
             hint = (
                 f" (did you mean {', '.join(close)}?)"
                 if close
-                else " (names look like espeak:en-us+m3 or flite:slt, and the engine must be in data.synth.engines)"
+                else " (names look like espeak:en-us+m3, flite:slt, festival:kal_diphone, piper:en_US-joe-medium;"
+                " the engine must be in data.synth.engines)"
             )
             raise SeqxError(
                 f"data.synth.test_speakers: {name!r} is not one of the recipe's distinct voices{hint}"
             )
     return [known[n] for n in dict.fromkeys(names)], [v for v in voices if voice_name(v) not in names]
+
+
+def _held_out_by_engine(voices: list[Voice], count: int) -> tuple[list[Voice], list[Voice]]:
+    """`count` voices taken engine by engine in turn (in `voices`' order), and the rest.
+
+    With one engine this is the first `count` voices, the split the corpus always made. An
+    engine gives up a voice only while it keeps at least one for training, so a
+    one-voice engine (piper's joe) is trained on, never held out, unless it is the test_engine.
+    """
+    by_engine: dict[str, list[Voice]] = {}
+    for voice in voices:
+        by_engine.setdefault(voice.engine, []).append(voice)
+    if len(by_engine) == 1:
+        return voices[:count], voices[count:]
+    taken: list[Voice] = []
+    while len(taken) < count:
+        before = len(taken)
+        for pool in by_engine.values():
+            left = [v for v in pool if v not in taken]
+            if len(left) > 1 and len(taken) < count:
+                taken.append(left[0])
+        if len(taken) == before:
+            break
+    return taken, [v for v in voices if v not in taken]

