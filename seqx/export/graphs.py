@@ -1,0 +1,69 @@
+"""The two graphs an exported model is made of, as small `nn.Module`s over the trained model's own
+layers (so the export is the model, not a copy of its maths).
+
+EncoderGraph  feats (B, T, F) float32, lens (B,) int64
+              -> memory (B, S, D), mem_lens (B,), ctc_logprobs (B, S, V),
+                 cross_k, cross_v (L, B, H, S, dh): every decoder layer's cross-attention keys and
+                 values, projected once per utterance here so a decoder step never sees the memory
+StepGraph     token (N, 1) int64, self_k, self_v (L, N, H, t, dh) the past, cross_k, cross_v
+              (L, N, H, S, dh), mem_lens (N,)
+              -> logprobs (N, V) float32 log-softmax of the next token,
+                 new_self_k, new_self_v (L, N, H, t + 1, dh)
+
+The step's position is the past length t (read from self_k's shape inside the graph), so the
+graph needs no separate offset input and the cache is the only state the search keeps.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from seqx.model.attention import AttentionCache, key_mask
+from seqx.model.transformer import Seq2SeqTransformer
+
+
+class EncoderGraph(nn.Module):
+    def __init__(self, model: Seq2SeqTransformer) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, feats: Tensor, lens: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+        memory, mem_lens = self.model.encode(feats, lens)  # (B, S, D), (B,)
+        if self.model.ctc_head is not None:
+            ctc = self.model.ctc_logprobs(memory)  # (B, S, V)
+        else:  # no CTC head: a (B, S, V) of zeros keeps the graph's outputs the same for every model
+            ctc = memory.new_zeros(memory.shape[0], memory.shape[1], self.model.dims.vocab_size)
+        ks, vs = [], []
+        for block in self.model.decoder.blocks:
+            attn = block.cross_attn
+            assert attn is not None
+            ks.append(attn._split(attn.key(memory)))  # (B, H, S, dh)
+            vs.append(attn._split(attn.value(memory)))
+        return memory, mem_lens, ctc, torch.stack(ks), torch.stack(vs)
+
+
+class StepGraph(nn.Module):
+    def __init__(self, model: Seq2SeqTransformer) -> None:
+        super().__init__()
+        self.decoder = model.decoder
+
+    def forward(
+        self, token: Tensor, self_k: Tensor, self_v: Tensor, cross_k: Tensor, cross_v: Tensor, mem_lens: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        dec = self.decoder
+        past = self_k.shape[3]  # tokens already seen: the new one's position (traced as a shape op)
+        position = dec.positions[past : past + 1]  # (1, D)
+        x = dec.embed(token) * dec.scale + position  # (N, 1, D)
+        xa_mask = key_mask(mem_lens, cross_k.shape[3])  # (N, 1, 1, S)
+        new_k, new_v = [], []
+        for i, block in enumerate(dec.blocks):
+            own, cross = AttentionCache(), AttentionCache()
+            own.k, own.v = self_k[i], self_v[i]  # (N, H, t, dh)
+            cross.k, cross.v = cross_k[i], cross_v[i]  # (N, H, S, dh), already projected
+            x = block(x, None, cross_k[i], xa_mask, self_cache=own, cross_cache=cross)
+            new_k.append(own.k)  # (N, H, t + 1, dh)
+            new_v.append(own.v)
+        logits = dec.output(dec.ln(x))[:, -1]  # (N, V)
+        return F.log_softmax(logits.float(), dim=-1), torch.stack(new_k), torch.stack(new_v)
