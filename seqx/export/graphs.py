@@ -12,9 +12,15 @@ StepGraph     token (N, 1) int64, self_k, self_v (L, N, H, t, dh) the past, cros
 
 The step's position is the past length t (read from self_k's shape inside the graph), so the
 graph needs no separate offset input and the cache is the only state the search keeps.
+
+Positions are computed inside the graphs (the same float32 arithmetic as `sinusoids`) rather
+than read from the models' (max_positions, D) tables: two 4096-row tables would be 2.4 MB
+each of a 12 MB export, and the graphs then take any length.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.nn.functional as F
@@ -24,13 +30,27 @@ from seqx.model.attention import AttentionCache, key_mask
 from seqx.model.transformer import Seq2SeqTransformer
 
 
+def positions_at(position: Tensor, channels: int, max_timescale: float = 10000.0) -> Tensor:
+    """(T,) float32 positions -> (T, channels) sinusoids, interleaved sin/cos like `sinusoids`."""
+    inv = torch.exp(-math.log(max_timescale) * torch.arange(0, channels, 2, dtype=torch.float32) / channels)
+    angle = position[:, None] * inv  # (T, d/2)
+    return torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1).flatten(1)  # (T, d): sin, cos, sin, ...
+
+
 class EncoderGraph(nn.Module):
     def __init__(self, model: Seq2SeqTransformer) -> None:
         super().__init__()
         self.model = model
 
     def forward(self, feats: Tensor, lens: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
-        memory, mem_lens = self.model.encode(feats, lens)  # (B, S, D), (B,)
+        encoder = self.model.encoder
+        x, mem_lens = encoder.frontend(feats, lens)  # (B, S, D): Encoder.forward with positions computed here
+        S = x.shape[1]
+        x = x + positions_at(torch.arange(S, dtype=torch.float32), x.shape[2])
+        mask = key_mask(mem_lens, S)  # (B, 1, 1, S)
+        for block in encoder.blocks:
+            x = block(x, mask)
+        memory = encoder.ln_post(x)
         if self.model.ctc_head is not None:
             ctc = self.model.ctc_logprobs(memory)  # (B, S, V)
         else:  # no CTC head: a (B, S, V) of zeros keeps the graph's outputs the same for every model
@@ -54,7 +74,7 @@ class StepGraph(nn.Module):
     ) -> tuple[Tensor, Tensor, Tensor]:
         dec = self.decoder
         past = self_k.shape[3]  # tokens already seen: the new one's position (traced as a shape op)
-        position = dec.positions[past : past + 1]  # (1, D)
+        position = positions_at(torch.arange(past, past + 1, dtype=torch.float32), dec.embed.embedding_dim)  # (1, D)
         x = dec.embed(token) * dec.scale + position  # (N, 1, D)
         xa_mask = key_mask(mem_lens, cross_k.shape[3])  # (N, 1, 1, S)
         new_k, new_v = [], []
