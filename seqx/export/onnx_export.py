@@ -119,8 +119,18 @@ def _quantize(path: Path) -> None:
     layers, in place. Per-channel weights keep the small projections' accuracy."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
+    import logging
+
     tmp = path.with_suffix(".int8.onnx")
-    quantize_dynamic(str(path), str(tmp), weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul", "Gemm"])
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # quantize_dynamic logs "consider pre-processing" on the root logger each time
+    try:
+        quantize_dynamic(
+            str(path), str(tmp), weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul", "Gemm"]
+        )
+    finally:
+        root.setLevel(level)
     tmp.replace(path)
 
 
