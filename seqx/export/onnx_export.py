@@ -15,6 +15,7 @@ model before the folder is declared complete (config.json is written last).
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import warnings
 from dataclasses import dataclass
@@ -118,8 +119,6 @@ def _quantize(path: Path) -> None:
     """Dynamic int8 (weights int8, activations quantized per batch at run time) of the MatMul/Gemm
     layers, in place. Per-channel weights keep the small projections' accuracy."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    import logging
 
     tmp = path.with_suffix(".int8.onnx")
     root = logging.getLogger()

@@ -97,10 +97,12 @@ def ctc_nll(logp: np.ndarray, length: int, target: list[int], blank: int) -> flo
         alpha[1] = logp[0, ext[1]]
     for t in range(1, length):
         prev = alpha
-        stay = prev
-        step = np.concatenate([[NEG_INF], prev[:-1]])
-        jump = np.where(skip, np.concatenate([[NEG_INF, NEG_INF], prev[:-2]]), NEG_INF)
-        alpha = np.logaddexp(np.logaddexp(stay, step), jump) + logp[t, ext_a]
+        step = np.full(S, NEG_INF)  # from the previous position (S may be 1: the empty target)
+        step[1:] = prev[:-1]
+        jump = np.full(S, NEG_INF)  # over a blank, to a different label
+        jump[2:] = prev[:-2]
+        jump[~skip] = NEG_INF
+        alpha = np.logaddexp(np.logaddexp(prev, step), jump) + logp[t, ext_a]
     total = np.logaddexp(alpha[-1], alpha[-2]) if S > 1 else alpha[-1]
     return float(-total)
 
