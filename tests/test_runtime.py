@@ -247,3 +247,62 @@ def test_python_m_seqx_runtime_prints_the_text(trained: tuple[Recipe, Bundle, Pa
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["text"] == expected
+
+
+class _TorchGrammarMask:
+    """The grammar scorer as seqx/decode/scorers.py's docstring specifies it (the torch twin the grammar
+    package brings): 0 where the automaton allows a token, -inf elsewhere; states follow the beams."""
+
+    partial, weight = False, 1.0
+
+    def __init__(self, automaton) -> None:  # noqa: ANN001
+        self.automaton = automaton
+
+    def init(self, rows: int) -> None:
+        self.state = torch.full((rows,), self.automaton.start, dtype=torch.long)
+
+    def score(self, cand: torch.Tensor | None) -> torch.Tensor:
+        allowed = self.automaton.allowed(self.state)
+        return torch.zeros(allowed.shape).masked_fill(~allowed, float("-inf"))
+
+    def select(self, rows: torch.Tensor | None, tokens: torch.Tensor) -> None:
+        self.state = self.automaton.advance(self.state if rows is None else self.state[rows], tokens)
+
+
+def test_grammar_mask_decodes_like_the_torch_scorer(trained: tuple[Recipe, Bundle, Path], tmp_path: Path) -> None:
+    """A grammar in the export's config.json constrains the runtime's beam exactly as a torch scorer does."""
+    import shutil
+
+    from seqx.decode.search import beam_search, max_output_len
+    from seqx.grammar.load import grammar_from_templates
+    from seqx.grammar.tokens import compile_tokens
+    from seqx.runtime.transcribe import search as runtime_search
+
+    recipe, bundle, onnx_dir = trained
+    # a grammar narrower than the training one: the mask has to do work
+    grammar = grammar_from_templates(["open the {app}", "scroll {way}"], {"app": ["terminal"], "way": ["up", "down"]})
+    automaton = compile_tokens(grammar, bundle.tokenizer)
+    folder = tmp_path / "with_grammar"
+    shutil.copytree(onnx_dir, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["grammar"] = automaton.to_dict()
+    (folder / "config.json").write_text(json.dumps(config))
+    exported = load_exported(folder, threads=1)
+    assert exported.grammar is not None
+    from seqx.featurize.audio import load_audio
+
+    waves = [load_audio(p, bundle.sample_rate) for p in _split_audio(recipe, "test")[:8]]
+    settings = bundle.decode.merged(nbest=3)
+    feats = [featurize(bundle, w) for w in waves]
+    with torch.inference_mode():
+        batch = torch.nn.utils.rnn.pad_sequence(feats, batch_first=True)
+        memory, mem_lens = bundle.model.encode(batch, torch.tensor([f.shape[0] for f in feats]))
+        ref = beam_search(
+            bundle.model, memory, mem_lens, beam=settings.beam, nbest=settings.nbest, ctc_weight=settings.ctc_weight,
+            length_penalty=settings.length_penalty, max_len=max_output_len(mem_lens, settings),
+            scorers=[_TorchGrammarMask(automaton)],
+        )  # fmt: skip
+    got, _ = runtime_search(exported, [f.numpy() for f in feats], settings_for(exported, nbest=3))
+    assert [[h.tokens for h in n] for n in got] == [[h.tokens for h in n] for n in ref]
+    for nbest in got:
+        assert all(automaton.accepts(h.tokens) for h in nbest if not h.flagged)
