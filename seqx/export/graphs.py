@@ -6,7 +6,9 @@ EncoderGraph  feats (B, T, F) float32, lens (B,) int64
                  cross_k, cross_v (L, B, H, S, dh): every decoder layer's cross-attention keys and
                  values, projected once per utterance here so a decoder step never sees the memory
 StepGraph     token (N, 1) int64, self_k, self_v (L, N, H, t, dh) the past, cross_k, cross_v
-              (L, N, H, S, dh), mem_lens (N,)
+              (L, B, H, S, dh) and mem_lens (B,) once per utterance, N = B * G rows (G beams each,
+              adjacent): the beams of an utterance attend as G queries of one row, as in torch,
+              so the memory's K/V are never copied per beam
               -> logprobs (N, V) float32 log-softmax of the next token,
                  new_self_k, new_self_v (L, N, H, t + 1, dh)
 
@@ -76,12 +78,13 @@ class StepGraph(nn.Module):
         past = self_k.shape[3]  # tokens already seen: the new one's position (traced as a shape op)
         position = positions_at(torch.arange(past, past + 1, dtype=torch.float32), dec.embed.embedding_dim)  # (1, D)
         x = dec.embed(token) * dec.scale + position  # (N, 1, D)
-        xa_mask = key_mask(mem_lens, cross_k.shape[3])  # (N, 1, 1, S)
+        xa_mask = key_mask(mem_lens, cross_k.shape[3])  # (B, 1, 1, S)
         new_k, new_v = [], []
         for i, block in enumerate(dec.blocks):
             own, cross = AttentionCache(), AttentionCache()
             own.k, own.v = self_k[i], self_v[i]  # (N, H, t, dh)
-            cross.k, cross.v = cross_k[i], cross_v[i]  # (N, H, S, dh), already projected
+            cross.k, cross.v = cross_k[i], cross_v[i]  # (B, H, S, dh), already projected
+            cross.group = token.shape[0] // cross_k.shape[1]  # G, traced as shape arithmetic
             x = block(x, None, cross_k[i], xa_mask, self_cache=own, cross_cache=cross)
             new_k.append(own.k)  # (N, H, t + 1, dh)
             new_v.append(own.v)

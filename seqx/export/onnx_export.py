@@ -80,7 +80,7 @@ def export_bundle(bundle: Bundle, out: str | Path, int8: bool = False) -> Export
     H, dh, L = dims.heads, dims.d_model // dims.heads, dims.dec_layers
     with torch.no_grad():
         memory, mem_lens, ctc, ck, cv = enc(feats, lens)
-        N, t = ck.shape[1], 3
+        N, t = ck.shape[1] * 2, 3  # two beams per utterance: the graph must not take rows == utterances
         past = torch.randn(L, N, H, t, dh)
         token = torch.full((N, 1), dims.bos_id, dtype=torch.long)
         step_args = (token, past, past.clone(), ck, cv, mem_lens)
@@ -95,7 +95,7 @@ def export_bundle(bundle: Bundle, out: str | Path, int8: bool = False) -> Export
         step, step_args, fp32_step,
         ["token", "self_k", "self_v", "cross_k", "cross_v", "mem_lens"], ["logprobs", "new_self_k", "new_self_v"],
         {"token": {0: "rows"}, "self_k": {1: "rows", 3: "past"}, "self_v": {1: "rows", 3: "past"},
-         "cross_k": {1: "rows", 3: "steps"}, "cross_v": {1: "rows", 3: "steps"}, "mem_lens": {0: "rows"},
+         "cross_k": {1: "batch", 3: "steps"}, "cross_v": {1: "batch", 3: "steps"}, "mem_lens": {0: "batch"},
          "logprobs": {0: "rows"}, "new_self_k": {1: "rows", 3: "next"}, "new_self_v": {1: "rows", 3: "next"}},
     )  # fmt: skip
     for path in (fp32_enc, fp32_step):
@@ -148,6 +148,7 @@ def _check_against_torch(out: Path, enc: EncoderGraph, step: StepGraph, bundle: 
         got = e.run(None, {"feats": feats.numpy(), "lens": lens.numpy()})
         dims = bundle.dims
         L, H, dh, N = dims.dec_layers, dims.heads, dims.d_model // dims.heads, feats.shape[0]
+        N *= 3  # three beams per utterance here (two when traced)
         empty = torch.zeros(L, N, H, 0, dh)
         token = torch.full((N, 1), dims.bos_id, dtype=torch.long)
         ref_step = step(token, empty, empty, ref[3], ref[4], ref[1])

@@ -65,21 +65,15 @@ class DecoderScorer:
         self.banned = sorted({dims["pad_id"], dims["bos_id"], dims["blank_id"]} - {dims["eos_id"]})
 
     def init(self, rows: int) -> None:
-        B = self.cross_k.shape[1]
-        repeat = rows // B
-        L, _, H, _, dh = self.cross_k.shape
-        # the step graph takes one cross K/V row per hypothesis: the beams of an utterance share values
-        self.ck = np.repeat(self.cross_k, repeat, axis=1) if repeat > 1 else self.cross_k
-        self.cv = np.repeat(self.cross_v, repeat, axis=1) if repeat > 1 else self.cross_v
-        self.lens = np.repeat(self.mem_lens, repeat) if repeat > 1 else self.mem_lens
+        L, _, H, _, dh = self.cross_k.shape  # cross K/V once per utterance: the graph groups the beams
         self.k = np.zeros((L, rows, H, 0, dh), np.float32)
         self.v = np.zeros((L, rows, H, 0, dh), np.float32)
         self.last = np.full((rows, 1), self.dims["bos_id"], np.int64)
 
     def score(self, cand: np.ndarray | None = None) -> np.ndarray:
         logp, self.k, self.v = self.step.run(None, {
-            "token": self.last, "self_k": self.k, "self_v": self.v, "cross_k": self.ck, "cross_v": self.cv,
-            "mem_lens": self.lens,
+            "token": self.last, "self_k": self.k, "self_v": self.v, "cross_k": self.cross_k, "cross_v": self.cross_v,
+            "mem_lens": self.mem_lens,
         })  # fmt: skip
         self.logp = log_softmax_banned(logp, self.banned)  # (N, V)
         return self.logp
