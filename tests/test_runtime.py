@@ -306,3 +306,20 @@ def test_grammar_mask_decodes_like_the_torch_scorer(trained: tuple[Recipe, Bundl
     assert [[h.tokens for h in n] for n in got] == [[h.tokens for h in n] for n in ref]
     for nbest in got:
         assert all(automaton.accepts(h.tokens) for h in nbest if not h.flagged)
+
+
+def test_cli_export_then_transcribe_prints_the_torch_text(trained: tuple[Recipe, Bundle, Path], tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from seqx.cli.app import app
+
+    recipe, bundle, _ = trained
+    runner = CliRunner()
+    done = runner.invoke(app, ["export", "--model", str(recipe.bundle_dir), "--out", str(tmp_path / "x"), "--json"])
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.output)
+    assert not report["int8"] and set(report["sizes"]) >= {"encoder.onnx", "decoder_step.onnx", "config.json", "tokenizer.model"}
+    wav = next(u.audio for u in read_manifest(recipe.data_dir / "test.jsonl") if u.text)
+    said = runner.invoke(app, ["transcribe", "--model", str(tmp_path / "x"), wav])
+    assert said.exit_code == 0, said.output
+    assert said.output.strip() == transcribe_files(bundle, [wav], bundle.decode)[0].text
