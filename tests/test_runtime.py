@@ -323,3 +323,18 @@ def test_cli_export_then_transcribe_prints_the_torch_text(trained: tuple[Recipe,
     said = runner.invoke(app, ["transcribe", "--model", str(tmp_path / "x"), wav])
     assert said.exit_code == 0, said.output
     assert said.output.strip() == transcribe_files(bundle, [wav], bundle.decode)[0].text
+
+
+def test_speech_embedding_features_run_without_torch(espeak_wav, tmp_path: Path) -> None:  # noqa: ANN001
+    """features.kind speech_embedding: openwakeword's two ONNX models, 96-d every 80 ms (680 ms of
+    silence each side, as seqx.featurize.embedding pads), and +fbank appends the pooled log-Mel."""
+    from seqx.runtime.transcribe import load_audio
+
+    wave = load_audio(espeak_wav(tmp_path / "a.wav", "check the battery"), 16000)[:32000]
+    wave = np.pad(wave, (0, 32000 - wave.size))  # exactly 2 s
+    base = {"win_ms": 25.0, "hop_ms": 10.0, "n_mels": 40, "embed_pad_ms": 680.0}
+    emb = NumpyFeatures({**base, "kind": "speech_embedding"}, 16000, {"mean": [0.0], "std": [1.0]}).frames(wave)
+    padded = 32000 + 2 * 10880
+    assert emb.shape == ((((padded - 512) // 160 + 1) - 76) // 8 + 1, 96)
+    both = NumpyFeatures({**base, "kind": "speech_embedding+fbank"}, 16000, {"mean": [0.0], "std": [1.0]}).frames(wave)
+    assert both.shape == (emb.shape[0], 96 + 40) and np.allclose(both[:, :96], emb)
