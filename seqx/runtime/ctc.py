@@ -36,18 +36,21 @@ class CTCPrefixState:
 class CTCPrefixScorer:
     """logprobs (N, T, V) float32, lens (N,): see seqx.decode.ctc_prefix.CTCPrefixScorer."""
 
-    def __init__(self, logprobs: np.ndarray, lens: np.ndarray, blank: int) -> None:
-        N, T, V = logprobs.shape
-        x = np.ascontiguousarray(logprobs.astype(np.float32).transpose(1, 0, 2))  # (T, N, V)
-        pad = pad_mask(lens, T).T  # (T, N)
+    def __init__(self, logprobs: np.ndarray, lens: np.ndarray, blank: int, repeat: int = 1) -> None:
+        """logprobs (B, T, V), lens (B,), each utterance's row shared by `repeat` adjacent hypotheses
+        (its beams): the log-probs are not copied per beam, rows are mapped to utterances instead."""
+        B, T, V = logprobs.shape
+        x = np.ascontiguousarray(logprobs.astype(np.float32).transpose(1, 0, 2))  # (T, B, V)
+        pad = pad_mask(lens, T).T  # (T, B)
         x[pad] = NEG_INF
         x[..., blank][pad] = 0.0  # past the end: blank with probability 1
         self.x, self.blank, self.T = x, blank, T
+        self.utt = np.repeat(np.arange(B), repeat)  # (N,) the utterance of each hypothesis row
 
     def initial_state(self) -> CTCPrefixState:
-        T, N, _ = self.x.shape
+        T, N = self.T, self.utt.size
         r = np.full((T, 2, N), NEG_INF, np.float32)
-        r[:, 1] = np.cumsum(self.x[:, :, self.blank], axis=0)
+        r[:, 1] = np.cumsum(self.x[:, :, self.blank], axis=0)[:, self.utt]
         return CTCPrefixState(r, np.zeros(N, np.float32), np.full(N, -1, np.int64), 0)
 
     def final(self, state: CTCPrefixState) -> np.ndarray:
@@ -56,7 +59,7 @@ class CTCPrefixScorer:
     def score(self, cand: np.ndarray, state: CTCPrefixState) -> tuple[np.ndarray, np.ndarray]:
         T = self.T
         N, C = cand.shape
-        xc = np.take_along_axis(self.x, np.broadcast_to(cand[None], (T, N, C)), axis=2)  # (T, N, C)
+        xc = self.x[:, self.utt[:, None], cand]  # (T, N, C)
         r_sum = np.logaddexp(state.r[:, 0], state.r[:, 1])  # (T, N)
         same = cand == state.last[:, None]
         phi = np.where(same[None], state.r[:, 1, :, None], r_sum[..., None])  # (T, N, C)
@@ -64,7 +67,7 @@ class CTCPrefixScorer:
         if state.length == 0:
             r[0, 0] = xc[0]
         start = max(state.length, 1)
-        xb = self.x[:, :, self.blank, None]  # (T, N, 1)
+        xb = self.x[:, :, self.blank][:, self.utt, None]  # (T, N, 1)
         for t in range(start, T):
             r[t, 0] = np.logaddexp(r[t - 1, 0], phi[t - 1]) + xc[t]
             r[t, 1] = np.logaddexp(r[t - 1, 0], r[t - 1, 1]) + xb[t]
@@ -95,14 +98,14 @@ def ctc_nll(logp: np.ndarray, length: int, target: list[int], blank: int) -> flo
     alpha[0] = logp[0, blank]
     if S > 1:
         alpha[1] = logp[0, ext[1]]
+    step = np.full(S, NEG_INF)  # from the previous position (S may be 1: the empty target)
+    jump = np.full(S, NEG_INF)  # over a blank, to a different label
+    emit = logp[:length, ext_a].astype(np.float64)  # (length, S)
     for t in range(1, length):
-        prev = alpha
-        step = np.full(S, NEG_INF)  # from the previous position (S may be 1: the empty target)
-        step[1:] = prev[:-1]
-        jump = np.full(S, NEG_INF)  # over a blank, to a different label
-        jump[2:] = prev[:-2]
+        step[1:] = alpha[:-1]
+        jump[2:] = alpha[:-2]
         jump[~skip] = NEG_INF
-        alpha = np.logaddexp(np.logaddexp(prev, step), jump) + logp[t, ext_a]
+        alpha = np.logaddexp(np.logaddexp(alpha, step), jump) + emit[t]
     total = np.logaddexp(alpha[-1], alpha[-2]) if S > 1 else alpha[-1]
     return float(-total)
 

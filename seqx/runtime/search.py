@@ -43,9 +43,16 @@ class Scorer(Protocol):
 
 
 def topk(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """(values, indices) of the k largest per row, largest first (torch.topk)."""
-    index = np.argsort(-x, axis=1, kind="stable")[:, :k]
-    return np.take_along_axis(x, index, axis=1), index
+    """(values, indices) of the k largest per row, largest first (torch.topk): a partition, then
+    a sort of the k (by value, ties by index)."""
+    if k < x.shape[1]:
+        part = np.argpartition(-x, k - 1, axis=1)[:, :k]
+    else:
+        part = np.broadcast_to(np.arange(x.shape[1]), x.shape)
+    values = np.take_along_axis(x, part, axis=1)
+    order = np.lexsort((part, -values), axis=1)
+    index = np.take_along_axis(part, order, axis=1)
+    return np.take_along_axis(values, order, axis=1), index
 
 
 def log_softmax_banned(logp: np.ndarray, banned: list[int]) -> np.ndarray:
@@ -80,7 +87,7 @@ class DecoderScorer:
 
     def select(self, rows: np.ndarray | None, tokens: np.ndarray) -> None:
         if rows is not None:
-            self.k, self.v = self.k[:, rows], self.v[:, rows]
+            self.k, self.v = np.take(self.k, rows, axis=1), np.take(self.v, rows, axis=1)
         self.last = tokens[:, None].astype(np.int64)
 
 
@@ -92,7 +99,7 @@ class CTCScorer:
 
     def init(self, rows: int) -> None:
         repeat = rows // self.logprobs.shape[0]
-        self.ctc = CTCPrefixScorer(np.repeat(self.logprobs, repeat, axis=0), np.repeat(self.mem_lens, repeat), self.blank)
+        self.ctc = CTCPrefixScorer(self.logprobs, self.mem_lens, self.blank, repeat)
         self.state: CTCPrefixState = self.ctc.initial_state()
 
     def score(self, cand: np.ndarray | None) -> np.ndarray:
