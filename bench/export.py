@@ -143,7 +143,8 @@ def main() -> None:
     tok = TokenizerSettings.model_validate(config["tokenizer"])
     refs = [normalize_text(u.text, tok) for u in utts]
 
-    rows = []
+    rows: list[dict] = []
+    reference_texts: list[str] = []
     for kind, model in (("torch-fp32", args.model), ("torch-bf16", args.model), ("onnx-fp32", str(out / "onnx")),
                         ("onnx-int8", str(out / "onnx-int8"))):  # fmt: skip
         proc = subprocess.run(
@@ -157,7 +158,10 @@ def main() -> None:
         weights = [p for p in folder.iterdir() if p.suffix in (".onnx", ".safetensors")]
         row["model_mb"] = sum(p.stat().st_size for p in weights) / 1e6
         row["folder_mb"] = sum(p.stat().st_size for p in folder.iterdir() if p.is_file()) / 1e6
-        scores = score_pairs(refs, row.pop("texts"))
+        texts = row.pop("texts")
+        reference_texts = reference_texts if rows else texts  # torch fp32's, the first row
+        row["changed_vs_torch_fp32"] = sum(a != b for a, b in zip(texts, reference_texts, strict=True))
+        scores = score_pairs(refs, texts)
         row["wer"], row["sentence_acc"] = scores.wer, scores.sentence_accuracy
         rows.append(row)
     base = {"fp32": rows[0], "onnx": rows[2]}
@@ -181,11 +185,11 @@ def main() -> None:
         print(json.dumps(report, indent=1))
         return
     print(f"{args.model}: {len(files)} files, {rows[0]['audio']:.0f} s of audio, beam 8, OMP_NUM_THREADS={report['threads']}")
-    print("| path | RTF (wall) | RTF (CPU) | vs torch fp32 (CPU) | weights MB | folder MB | peak RSS MB | WER % | sentence acc % |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| path | RTF (wall) | RTF (CPU) | vs torch fp32 (CPU) | weights MB | folder MB | peak RSS MB | WER % | sentence acc % | texts changed |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
         print(f"| {r['kind']} | {r['rtf']:.4f} | {r['rtf_cpu']:.4f} | {r['speedup_vs_torch_fp32']:.2f}x | {r['model_mb']:.2f} | {r['folder_mb']:.2f} | "
-              f"{r['max_rss_mb']:.0f} | {100 * r['wer']:.2f} | {100 * r['sentence_acc']:.1f} |")  # fmt: skip
+              f"{r['max_rss_mb']:.0f} | {100 * r['wer']:.2f} | {100 * r['sentence_acc']:.1f} | {r['changed_vs_torch_fp32']} |")  # fmt: skip
     print(f"\ntime to first result, {two_s.duration:.2f} s file, median of {args.repeats}:")
     for name, (seconds, cpu, text) in ttfr.items():
         print(f"  {seconds:.3f} s wall, {cpu:.3f} s CPU  {name}  -> {text!r}")
