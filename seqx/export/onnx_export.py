@@ -53,7 +53,9 @@ def _dummy(bundle: Bundle, batch: int = 2, frames: int = 50) -> tuple[torch.Tens
     return feats, lens
 
 
-def _export(module: torch.nn.Module, args: tuple, path: Path, inputs: list[str], outputs: list[str], axes: dict) -> None:
+def _export(
+    module: torch.nn.Module, args: tuple, path: Path, inputs: list[str], outputs: list[str], axes: dict
+) -> None:
     with warnings.catch_warnings():  # the tracer warns about every shape it turns into a constant check
         warnings.simplefilter("ignore")
         torch.onnx.export(

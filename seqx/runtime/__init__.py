@@ -11,4 +11,6 @@ by tests/test_runtime.py; importing this package never imports torch (tested too
 from seqx.runtime.model import ExportedModel, is_exported, load_exported
 from seqx.runtime.transcribe import Result, settings_for, transcribe_files, transcribe_waves
 
-__all__ = ["ExportedModel", "Result", "is_exported", "load_exported", "settings_for", "transcribe_files", "transcribe_waves"]
+__all__ = [
+    "ExportedModel", "Result", "is_exported", "load_exported", "settings_for", "transcribe_files", "transcribe_waves",
+]

@@ -13,7 +13,9 @@ from seqx.errors import SeqxError
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m seqx.runtime", description="Transcribe with an exported seqx model.")
+    parser = argparse.ArgumentParser(
+        prog="python -m seqx.runtime", description="Transcribe with an exported seqx model."
+    )
     parser.add_argument("model", help="folder written by `seqx export`")
     parser.add_argument("files", nargs="+", help="audio files")
     parser.add_argument("--beam", type=int, default=None)

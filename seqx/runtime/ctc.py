@@ -76,7 +76,8 @@ class CTCPrefixScorer:
         return psi.astype(np.float32), r
 
     def select(
-        self, state: CTCPrefixState, r: np.ndarray, psi: np.ndarray, rows: np.ndarray, pos: np.ndarray, tokens: np.ndarray
+        self, state: CTCPrefixState, r: np.ndarray, psi: np.ndarray, rows: np.ndarray, pos: np.ndarray,
+        tokens: np.ndarray,
     ) -> CTCPrefixState:
         return CTCPrefixState(r[:, :, rows, pos], psi[rows, pos], tokens, state.length + 1)
 

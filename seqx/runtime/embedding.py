@@ -27,7 +27,8 @@ def _sessions() -> tuple[Any, Any]:
     try:
         folder = Path(str(resources.files("openwakeword"))) / "resources" / "models"
     except ModuleNotFoundError as err:
-        raise SeqxError("features.kind speech_embedding needs the openwakeword package (pip install openwakeword==0.5.1)") from err
+        need = "features.kind speech_embedding needs the openwakeword package (pip install openwakeword==0.5.1)"
+        raise SeqxError(need) from err
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     options.log_severity_level = 3

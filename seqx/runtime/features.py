@@ -32,7 +32,8 @@ def mel_filters(n_freqs: int, sample_rate: int, n_mels: int) -> np.ndarray:
     """(n_mels, n_freqs): torchaudio.functional.melscale_fbanks(n_freqs, 0, sr / 2, n_mels, sr).T
     (HTK mel scale, unnormalized triangles), computed in float32 as torchaudio does."""
     all_freqs = np.linspace(0, sample_rate // 2, n_freqs, dtype=np.float32)
-    m_pts = np.linspace(_hz_to_mel(np.float32(0.0)), _hz_to_mel(np.float32(sample_rate / 2)), n_mels + 2, dtype=np.float32)
+    top = _hz_to_mel(np.float32(sample_rate / 2))
+    m_pts = np.linspace(_hz_to_mel(np.float32(0.0)), top, n_mels + 2, dtype=np.float32)
     f_pts = _mel_to_hz(m_pts).astype(np.float32)
     f_diff = f_pts[1:] - f_pts[:-1]  # (n_mels + 1,)
     slopes = f_pts[None, :] - all_freqs[:, None]  # (n_freqs, n_mels + 2)
@@ -102,7 +103,10 @@ class NumpyFeatures:
             from seqx.runtime.embedding import embed, pooled_fbank
 
             emb, pad = embed(wave, self.embed_pad_ms)
-            out = emb if self.kind == "speech_embedding" else np.concatenate([emb, pooled_fbank(self, wave, pad, emb.shape[0])], 1)
+            if self.kind == "speech_embedding":
+                out = emb
+            else:
+                out = np.concatenate([emb, pooled_fbank(self, wave, pad, emb.shape[0])], axis=1)
         if self.utterance_cmvn:
             out = out - out.mean(axis=0, keepdims=True)
         return out

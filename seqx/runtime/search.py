@@ -66,7 +66,10 @@ class DecoderScorer:
 
     partial = False
 
-    def __init__(self, step: Any, cross_k: np.ndarray, cross_v: np.ndarray, mem_lens: np.ndarray, dims: dict, weight: float = 1.0) -> None:
+    def __init__(
+        self, step: Any, cross_k: np.ndarray, cross_v: np.ndarray, mem_lens: np.ndarray, dims: dict,
+        weight: float = 1.0,
+    ) -> None:  # fmt: skip
         self.step, self.cross_k, self.cross_v, self.mem_lens, self.dims = step, cross_k, cross_v, mem_lens, dims
         self.weight = weight
         self.banned = sorted({dims["pad_id"], dims["bos_id"], dims["blank_id"]} - {dims["eos_id"]})
@@ -254,7 +257,9 @@ def beam_search(
     def norm(score: np.ndarray, length: Any) -> np.ndarray:
         return (score / np.asarray(length, np.float32) ** np.float32(length_penalty)).astype(np.float32)
 
-    def record(mask: np.ndarray, seqs: np.ndarray, keep: np.ndarray, score: np.ndarray, attn: np.ndarray, flagged: bool) -> None:
+    def record(
+        mask: np.ndarray, seqs: np.ndarray, keep: np.ndarray, score: np.ndarray, attn: np.ndarray, flagged: bool
+    ) -> None:
         for b, k in zip(*np.nonzero(mask)):
             n, row = int(keep[b, k]), b * K + k
             conf = 0.0 if flagged else math.exp(float(attn[row]) / (n + 1))

@@ -108,7 +108,9 @@ def encode(model: ExportedModel, feats: list[np.ndarray]) -> tuple[np.ndarray, .
     return tuple(model.encoder.run(None, {"feats": batch, "lens": lens}))
 
 
-def search(model: ExportedModel, feats: list[np.ndarray], settings: dict[str, Any]) -> tuple[list[list[Hypothesis]], list[float | None]]:
+def search(
+    model: ExportedModel, feats: list[np.ndarray], settings: dict[str, Any]
+) -> tuple[list[list[Hypothesis]], list[float | None]]:
     """n-best lists and CTC gaps for a batch of normalized feature matrices (seqx.decode.transcribe.search)."""
     dims = model.dims
     _, mem_lens, ctc, cross_k, cross_v = encode(model, feats)
@@ -155,7 +157,10 @@ def _fill(result: Result, hyps: list[Hypothesis], model: ExportedModel, settings
 
 
 def transcribe_waves(
-    model: ExportedModel, waves: list[np.ndarray], settings: dict[str, Any] | None = None, names: list[str] | None = None
+    model: ExportedModel,
+    waves: list[np.ndarray],
+    settings: dict[str, Any] | None = None,
+    names: list[str] | None = None,
 ) -> list[Result]:
     """Waveforms (mono float at model.sample_rate) -> Results, in order."""
     settings = settings or settings_for(model)
@@ -181,7 +186,9 @@ def transcribe_files(model: ExportedModel, paths: list[str], settings: dict[str,
     return _run(model, waves, results, settings)
 
 
-def _run(model: ExportedModel, waves: list[tuple[int, np.ndarray, float]], results: list[Result], settings: dict[str, Any]) -> list[Result]:
+def _run(
+    model: ExportedModel, waves: list[tuple[int, np.ndarray, float]], results: list[Result], settings: dict[str, Any]
+) -> list[Result]:
     loaded: list[tuple[int, np.ndarray, float]] = []
     for index, wave, seconds in waves:
         start = time.perf_counter()
