@@ -338,3 +338,23 @@ def test_speech_embedding_features_run_without_torch(espeak_wav, tmp_path: Path)
     assert emb.shape == ((((padded - 512) // 160 + 1) - 76) // 8 + 1, 96)
     both = NumpyFeatures({**base, "kind": "speech_embedding+fbank"}, 16000, {"mean": [0.0], "std": [1.0]}).frames(wave)
     assert both.shape == (emb.shape[0], 96 + 40) and np.allclose(both[:, :96], emb)
+
+
+DEMO = REPO / "exp" / "commands"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (DEMO / "model" / "config.json").is_file(), reason="no demo model (seqx train recipes/commands.yaml)")
+def test_demo_model_export_transcribes_its_whole_test_split_like_torch(tmp_path: Path) -> None:
+    """The issue's acceptance check on the trained demo model, when this checkout has one."""
+    bundle = load_bundle(DEMO / "model")
+    export_bundle(bundle, tmp_path / "onnx")
+    paths = [u.audio for u in read_manifest(DEMO / "data" / "test.jsonl")]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        expected = _texts(transcribe_files(bundle, paths, bundle.decode.merged(precision="fp32")))
+    finally:
+        torch.set_num_threads(threads)
+    exported = load_exported(tmp_path / "onnx", threads=1)
+    assert _texts(runtime_transcribe(exported, paths)) == expected
