@@ -175,7 +175,7 @@ def score(refs: list[str], hyps: list[str]) -> dict[str, float]:
 
 def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:
     from seqx.decode.transcribe import transcribe_files
-    from seqx.model.bundle import load_bundle
+    from seqx.decode.bundle import load_bundle
     from seqx.train.stage import run_train_stage
 
     recipe = set_recipe(args.recipe, hs, args)

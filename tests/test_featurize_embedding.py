@@ -116,7 +116,7 @@ def test_bundle_round_trip_decodes_with_embedding(tmp_path: Path, waves: list[to
     import soundfile as sf
 
     from seqx.decode.transcribe import featurize, transcribe_files
-    from seqx.model.bundle import load_bundle, save_bundle
+    from seqx.decode.bundle import load_bundle, save_bundle
     from seqx.model.dims import ModelDimensions
     from seqx.model.transformer import Seq2SeqTransformer
     from seqx.tokenize.tokenizer import train_tokenizer
