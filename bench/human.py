@@ -5,7 +5,7 @@ Usage:
                           [--epochs N] [--size N] [--exp-dir /tmp/seqx-human] [--set KEY=VALUE] [--json]
 
 For each set a recipe is built from recipes/commands.yaml (the cpu profile's model size on a
-CPU) with the set's grammar as templates and slots, a corpus is synthesized with espeak-ng and
+CPU) with the set's grammar (Debian's JSGF file itself where it ships one), a corpus is synthesized with espeak-ng and
 flite, a model is trained, and the human files are transcribed (beam + CTC, free: no grammar
 constraint; the grammar-constrained decoder arrives with the grammar package). Beside it
 PocketSphinx decodes the same files constrained by the set's own JSGF grammar (the file Debian
@@ -27,6 +27,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import soundfile as sf
@@ -39,42 +40,36 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from peer_pocketsphinx import pocketsphinx_decoder, run_pocketsphinx  # noqa: E402
 
-from seqx.data.grammar import expand_grammar, vocabulary  # noqa: E402
-from seqx.data.jsgf import grammar_to_jsgf  # noqa: E402
-from seqx.errors import SeqxError  # noqa: E402
 from seqx.decode.metrics import pool, utterance_errors  # noqa: E402
+from seqx.errors import SeqxError  # noqa: E402
+from seqx.grammar.jsgf import grammar_to_jsgf  # noqa: E402
+from seqx.grammar.load import grammar_from_dict, grammar_from_file  # noqa: E402
+from seqx.grammar.model import Grammar  # noqa: E402
 from seqx.recipe import DEFAULT_RECIPE, Recipe, load_recipe, recipe_from_dict  # noqa: E402
 from seqx.tokenize.text import normalize_text  # noqa: E402
 
 PS_DATA = Path("/usr/share/pocketsphinx/test/data")
 ALSA = Path("/usr/share/sounds/alsa")
-RANKS = ["ace", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "jack", "queen", "king", "lady"]
-SUITS = ["clubs", "hearts", "diamonds", "spades"]
 
 
 @dataclass
 class HumanSet:
     name: str
     files: list[tuple[str, str]]  # (audio path, reference)
-    templates: list[str]
-    slots: dict[str, list[str]]
+    grammar: dict[str, Any]  # the recipe's data.synth.grammar: {file: ...} or {intents, slots}
     jsgf_file: Path | None  # the grammar Debian ships beside the recordings, for PocketSphinx
     package: str  # the Debian package that installs it
 
-
-def _cards_slots() -> dict[str, list[str]]:
-    """cards.gram as templates (with "of" always said, as in every transcript). Its three-card
-    rule has 175,616 sentences, so a uniform draw over sentences would be 97% three-card
-    commands: three-card commands draw from 12 of the 56 cards, chosen once with a fixed seed
-    (not from the test transcripts), which keeps the shapes balanced (56 one-card, 784
-    same-suit, 196 rank-rank, 3,136 two-card, 1,728 three-card sentences)."""
-    cards = [f"{r} of {s}" for r in RANKS for s in SUITS]
-    rng = np.random.default_rng(14)
-    third = sorted(rng.choice(cards, size=12, replace=False).tolist())
-    return {"rank": RANKS, "rank2": RANKS, "suit": SUITS, "suit2": SUITS, "card3": third, "card3b": third, "card3c": third}
+    def load_grammar(self) -> Grammar:
+        if "file" in self.grammar:
+            return grammar_from_file(self.grammar["file"])
+        return grammar_from_dict(self.grammar, source=f"human set {self.name}", name=self.name)
 
 
 def human_sets() -> dict[str, HumanSet]:
+    """Each set with the grammar its recordings were made for: Debian's own JSGF where it ships
+    one (seqx imports it: cards.gram has 1.4 million sentences, sampled as paths, never listed),
+    and for alsa's channel names a two-slot grammar."""
     cards_ref = {}
     transcription = PS_DATA / "cards" / "cards.transcription"
     if transcription.is_file():
@@ -88,23 +83,18 @@ def human_sets() -> dict[str, HumanSet]:
         "cards": HumanSet(
             "cards",
             [(str(PS_DATA / "cards" / f"{i}.wav"), ref) for i, ref in sorted(cards_ref.items())],
-            ["{rank} of {suit}", "{rank} {rank2} of {suit}", "{rank} {rank2}",
-             "{rank} of {suit} {rank2} of {suit2}", "{card3} {card3b} {card3c}"],
-            _cards_slots(), PS_DATA / "cards" / "cards.gram", "pocketsphinx-testdata",
+            {"file": str(PS_DATA / "cards" / "cards.gram")}, PS_DATA / "cards" / "cards.gram", "pocketsphinx-testdata",
         ),  # fmt: skip
         "goforward": HumanSet(
             "goforward",
             [(str(PS_DATA / "goforward.raw"), "go forward ten meters")],
-            ["go forward ten meters", "go {direction} {distance}", "go {direction} {distance} {unit}"],
-            {"direction": ["forward", "backward"], "unit": ["meter", "meters"],
-             "distance": ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]},
-            PS_DATA / "goforward.gram", "pocketsphinx-testdata",
+            {"file": str(PS_DATA / "goforward.gram")}, PS_DATA / "goforward.gram", "pocketsphinx-testdata",
         ),  # fmt: skip
         "alsa": HumanSet(
             "alsa",
             alsa_files + [(str(ALSA / "Noise.wav"), "")],
-            ["{position} {side}"],
-            {"position": ["front", "rear", "side"], "side": ["left", "right", "center"]},
+            {"intents": {"channel": ["{position} {side}"]},
+             "slots": {"position": ["front", "rear", "side"], "side": ["left", "right", "center"]}},
             None, "alsa-utils",
         ),  # fmt: skip
     }
@@ -126,7 +116,7 @@ def set_recipe(base: Path, hs: HumanSet, args: argparse.Namespace) -> Recipe:
     """The base recipe with the set's grammar, seqx's voices (espeak-ng + flite), the cpu profile's size."""
     raw = load_recipe(base, args.set).model_dump()
     synth = raw["data"]["synth"]
-    synth.update(templates=hs.templates, slots=hs.slots, engines=["espeak-ng", "flite"],
+    synth.update(grammar=hs.grammar, templates=[], slots={}, engines=["espeak-ng", "flite"],
                  heldout_command_share=0.0, test_engine="same", test_speakers=[])  # fmt: skip
     raw["name"] = f"human-{hs.name}-{args.kind.replace('+', '-')}"
     raw["exp_dir"] = str(args.exp_dir)
@@ -203,8 +193,9 @@ def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:
         settings = bundle.decode.model_copy(update={"beam": beam})
         systems[label] = [normalize_text(r.text, recipe.tokenizer) for r in transcribe_files(bundle, paths, settings)]
     if not args.skip_pocketsphinx:
-        jsgf = hs.jsgf_file.read_text() if hs.jsgf_file else grammar_to_jsgf(hs.templates, hs.slots)
-        words = vocabulary(expand_grammar(hs.templates, hs.slots))
+        grammar = hs.load_grammar()
+        jsgf = hs.jsgf_file.read_text() if hs.jsgf_file else grammar_to_jsgf(grammar)
+        words = grammar.vocabulary()
         hyps, _ = run_pocketsphinx(pocketsphinx_decoder(jsgf, words), paths)
         systems["PocketSphinx + JSGF"] = [normalize_text(h, recipe.tokenizer) for h in hyps]
     for label, hyps in systems.items():

@@ -117,8 +117,7 @@ def test_bundle_round_trip_decodes_with_embedding(tmp_path: Path, waves: list[to
 
     from seqx.decode.transcribe import featurize, transcribe_files
     from seqx.decode.bundle import load_bundle, save_bundle
-    from seqx.model.dims import ModelDimensions
-    from seqx.model.transformer import Seq2SeqTransformer
+    from seqx.model.transformer import ModelDimensions, Seq2SeqTransformer
     from seqx.tokenize.tokenizer import train_tokenizer
 
     tokenizer = train_tokenizer(["stop", "scroll down", "set the volume"], tmp_path / "tok", TokenizerSettings(kind="char", vocab_size=30))
