@@ -37,14 +37,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from peer_pocketsphinx import pocketsphinx_decoder, run_pocketsphinx
+from peer_pocketsphinx import pocketsphinx_decoder, run_pocketsphinx  # noqa: E402
 
-from seqx.data.grammar import expand_grammar, vocabulary
-from seqx.data.jsgf import grammar_to_jsgf
-from seqx.decode.metrics import pool, utterance_errors
-from seqx.errors import SeqxError
-from seqx.recipe import DEFAULT_RECIPE, Recipe, load_recipe, recipe_from_dict
-from seqx.tokenize.text import normalize_text
+from seqx.data.grammar import expand_grammar, vocabulary  # noqa: E402
+from seqx.data.jsgf import grammar_to_jsgf  # noqa: E402
+from seqx.errors import SeqxError  # noqa: E402
+from seqx.decode.metrics import pool, utterance_errors  # noqa: E402
+from seqx.recipe import DEFAULT_RECIPE, Recipe, load_recipe, recipe_from_dict  # noqa: E402
+from seqx.tokenize.text import normalize_text  # noqa: E402
 
 PS_DATA = Path("/usr/share/pocketsphinx/test/data")
 ALSA = Path("/usr/share/sounds/alsa")
@@ -71,15 +71,7 @@ def _cards_slots() -> dict[str, list[str]]:
     cards = [f"{r} of {s}" for r in RANKS for s in SUITS]
     rng = np.random.default_rng(14)
     third = sorted(rng.choice(cards, size=12, replace=False).tolist())
-    return {
-        "rank": RANKS,
-        "rank2": RANKS,
-        "suit": SUITS,
-        "suit2": SUITS,
-        "card3": third,
-        "card3b": third,
-        "card3c": third,
-    }
+    return {"rank": RANKS, "rank2": RANKS, "suit": SUITS, "suit2": SUITS, "card3": third, "card3b": third, "card3c": third}
 
 
 def human_sets() -> dict[str, HumanSet]:
@@ -96,36 +88,24 @@ def human_sets() -> dict[str, HumanSet]:
         "cards": HumanSet(
             "cards",
             [(str(PS_DATA / "cards" / f"{i}.wav"), ref) for i, ref in sorted(cards_ref.items())],
-            [
-                "{rank} of {suit}",
-                "{rank} {rank2} of {suit}",
-                "{rank} {rank2}",
-                "{rank} of {suit} {rank2} of {suit2}",
-                "{card3} {card3b} {card3c}",
-            ],
-            _cards_slots(),
-            PS_DATA / "cards" / "cards.gram",
-            "pocketsphinx-testdata",
+            ["{rank} of {suit}", "{rank} {rank2} of {suit}", "{rank} {rank2}",
+             "{rank} of {suit} {rank2} of {suit2}", "{card3} {card3b} {card3c}"],
+            _cards_slots(), PS_DATA / "cards" / "cards.gram", "pocketsphinx-testdata",
         ),  # fmt: skip
         "goforward": HumanSet(
             "goforward",
             [(str(PS_DATA / "goforward.raw"), "go forward ten meters")],
             ["go forward ten meters", "go {direction} {distance}", "go {direction} {distance} {unit}"],
-            {
-                "direction": ["forward", "backward"],
-                "unit": ["meter", "meters"],
-                "distance": ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"],
-            },
-            PS_DATA / "goforward.gram",
-            "pocketsphinx-testdata",
+            {"direction": ["forward", "backward"], "unit": ["meter", "meters"],
+             "distance": ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]},
+            PS_DATA / "goforward.gram", "pocketsphinx-testdata",
         ),  # fmt: skip
         "alsa": HumanSet(
             "alsa",
             alsa_files + [(str(ALSA / "Noise.wav"), "")],
             ["{position} {side}"],
             {"position": ["front", "rear", "side"], "side": ["left", "right", "center"]},
-            None,
-            "alsa-utils",
+            None, "alsa-utils",
         ),  # fmt: skip
     }
 
@@ -214,17 +194,12 @@ def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:
             largest = re.search(r"tokenizer.vocab_size: .* the largest that works is (\d+)", str(err))
             if largest is None:
                 raise
-            recipe = recipe.model_copy(
-                update={"tokenizer": recipe.tokenizer.model_copy(update={"vocab_size": int(largest.group(1))})}
-            )
+            recipe = recipe.model_copy(update={"tokenizer": recipe.tokenizer.model_copy(update={"vocab_size": int(largest.group(1))})})
             run_train_stage(recipe)
     result.train_seconds = time.perf_counter() - start
     bundle = load_bundle(recipe.bundle_dir)
     systems: dict[str, list[str]] = {}
-    for label, beam in (
-        ("seqx greedy", 1),
-        (f"seqx beam {bundle.decode.beam} + CTC {bundle.decode.ctc_weight:g}", bundle.decode.beam),
-    ):
+    for label, beam in (("seqx greedy", 1), (f"seqx beam {bundle.decode.beam} + CTC {bundle.decode.ctc_weight:g}", bundle.decode.beam)):
         settings = bundle.decode.model_copy(update={"beam": beam})
         systems[label] = [normalize_text(r.text, recipe.tokenizer) for r in transcribe_files(bundle, paths, settings)]
     if not args.skip_pocketsphinx:
@@ -280,9 +255,7 @@ def main() -> None:
         summary.add_column(col, justify="right" if "%" in col or col == "files" else "left")
     for r in results:
         for label, s in r.systems.items():
-            summary.add_row(
-                r.name, label, str(s["files"]), f"{100 * s['wer']:.1f}", f"{100 * s['sentence_accuracy']:.1f}"
-            )
+            summary.add_row(r.name, label, str(s["files"]), f"{100 * s['wer']:.1f}", f"{100 * s['sentence_accuracy']:.1f}")
     console.print(summary)
 
 

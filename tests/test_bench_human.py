@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 human = pytest.importorskip("human")
 
-from seqx.data.grammar import expand_grammar
+from seqx.data.grammar import expand_grammar  # noqa: E402
 
 
 def test_sets_cover_their_references(tmp_path: Path) -> None:
