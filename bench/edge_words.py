@@ -41,7 +41,9 @@ def main() -> None:
     print(f"{'file':50s} {'utts':>5s} {'first %':>8s} {'middle %':>9s} {'last %':>7s}")
     for path in args.tsv:
         r = edge_accuracy(path, args.min_words)
-        print(f"{path:50s} {r['utterances']:5d} {100 * r['first']:8.1f} {100 * r['middle']:9.1f} {100 * r['last']:7.1f}")
+        print(
+            f"{path:50s} {r['utterances']:5d} {100 * r['first']:8.1f} {100 * r['middle']:9.1f} {100 * r['last']:7.1f}"
+        )
 
 
 if __name__ == "__main__":

@@ -26,7 +26,9 @@ def waves(tmp_path_factory: pytest.TempPathFactory) -> list[torch.Tensor]:
 
     folder = tmp_path_factory.mktemp("emb")
     out = []
-    for i, (text, voice) in enumerate([("set the volume to twenty five", "en-us"), ("stop", "en-gb"), ("scroll down", "en-us+f3")]):
+    for i, (text, voice) in enumerate(
+        [("set the volume to twenty five", "en-us"), ("stop", "en-gb"), ("scroll down", "en-us+f3")]
+    ):
         wav = subprocess.run(["espeak-ng", "-v", voice, "--stdout", text], capture_output=True, check=True).stdout
         (folder / f"{i}.wav").write_bytes(wav)
         out.append(load_audio(folder / f"{i}.wav", 16000))
@@ -75,7 +77,9 @@ def test_recipe_rejects_conv2d_on_80ms_frames() -> None:
     with pytest.raises(RecipeError, match="model.frontend: conv2d"):
         recipe_from_dict({"features": {"kind": "speech_embedding"}, "model": {"frontend": "conv2d"}})
     with pytest.raises(RecipeError, match="16 kHz"):
-        recipe_from_dict({"data": {"sample_rate": 8000}, "features": {"kind": "speech_embedding"}, "model": {"frontend": "linear"}})
+        recipe_from_dict(
+            {"data": {"sample_rate": 8000}, "features": {"kind": "speech_embedding"}, "model": {"frontend": "linear"}}
+        )
     recipe = recipe_from_dict({"features": {"kind": "speech_embedding+fbank"}, "model": {"frontend": "linear"}})
     assert recipe.features.n_feats == 96 + 80 and recipe.features.frame_ms == 80
 
@@ -92,8 +96,10 @@ def test_featurize_stage_with_speech_embedding(tmp_path: Path, waves: list[torch
         path = tmp_path / "wav" / f"{i}.wav"
         path.parent.mkdir(exist_ok=True)
         sf.write(path, wave.numpy(), 16000)
-        for split in rows:
-            rows[split].append({"id": f"{split}{i}", "audio": str(path), "text": texts[i], "duration": 1.0, "speaker": "s"})
+        for split, split_rows in rows.items():
+            split_rows.append(
+                {"id": f"{split}{i}", "audio": str(path), "text": texts[i], "duration": 1.0, "speaker": "s"}
+            )
     recipe = recipe_from_dict({
         "name": "t", "exp_dir": str(tmp_path),
         "data": {"source": "manifest", "manifest": {"train": str(tmp_path / "unused.jsonl")}},
@@ -120,14 +126,26 @@ def test_bundle_round_trip_decodes_with_embedding(tmp_path: Path, waves: list[to
     from seqx.model.transformer import ModelDimensions, Seq2SeqTransformer
     from seqx.tokenize.tokenizer import train_tokenizer
 
-    tokenizer = train_tokenizer(["stop", "scroll down", "set the volume"], tmp_path / "tok", TokenizerSettings(kind="char", vocab_size=30))
+    tokenizer = train_tokenizer(
+        ["stop", "scroll down", "set the volume"], tmp_path / "tok", TokenizerSettings(kind="char", vocab_size=30)
+    )
     features = FeatureSettings(kind="speech_embedding")
     dims = ModelDimensions.from_settings(
-        ModelSettings(d_model=32, heads=2, enc_layers=1, dec_layers=1, d_ff=64, frontend="linear"), features.n_feats, tokenizer
+        ModelSettings(d_model=32, heads=2, enc_layers=1, dec_layers=1, d_ff=64, frontend="linear"),
+        features.n_feats,
+        tokenizer,
     )
     torch.manual_seed(0)
     cmvn = Cmvn(torch.randn(96), torch.rand(96) + 0.5)
-    save_bundle(tmp_path / "model", Seq2SeqTransformer(dims).eval(), features, 16000, cmvn, tokenizer, DecodeSettings(beam=2, max_len=8))
+    save_bundle(
+        tmp_path / "model",
+        Seq2SeqTransformer(dims).eval(),
+        features,
+        16000,
+        cmvn,
+        tokenizer,
+        DecodeSettings(beam=2, max_len=8),
+    )
     config = json.loads((tmp_path / "model" / "config.json").read_text())
     assert config["feature_model"] == {"package": "openwakeword", "version": embedding.model_version()}
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from importlib import metadata, resources
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -48,14 +49,18 @@ def model_version() -> str:
     try:
         return metadata.version(PACKAGE)
     except metadata.PackageNotFoundError as err:
-        raise SeqxError(f"features.kind speech_embedding needs the {PACKAGE} package (pip install {PACKAGE}==0.5.1)") from err
+        raise SeqxError(
+            f"features.kind speech_embedding needs the {PACKAGE} package (pip install {PACKAGE}==0.5.1)"
+        ) from err
 
 
 def model_dir() -> Path:
     try:
         root = resources.files(PACKAGE)
     except ModuleNotFoundError as err:
-        raise SeqxError(f"features.kind speech_embedding needs the {PACKAGE} package (pip install {PACKAGE}==0.5.1)") from err
+        raise SeqxError(
+            f"features.kind speech_embedding needs the {PACKAGE} package (pip install {PACKAGE}==0.5.1)"
+        ) from err
     folder = Path(str(root)) / "resources" / "models"
     for name in ("melspectrogram.onnx", "embedding_model.onnx"):
         if not (folder / name).is_file():
@@ -87,7 +92,7 @@ class SpeechEmbedding:
     """__call__(wave float [-1, 1] at 16 kHz) -> (frames, 96) float32; `batch` for several at once."""
 
     def __init__(self, pad_ms: float = 680.0, threads: int = 1, max_windows: int = 512) -> None:
-        self.pad = int(round(pad_ms * SAMPLE_RATE / 1000))  # samples of silence each side
+        self.pad = round(pad_ms * SAMPLE_RATE / 1000)  # samples of silence each side
         self.threads = threads
         self.max_windows = max_windows  # embedding-model batch cap: bounds memory on a long file
 
@@ -126,4 +131,4 @@ class SpeechEmbedding:
             return []
         flat = self.embed(np.concatenate(parts))
         bounds = np.cumsum([0] + [p.shape[0] for p in parts])
-        return [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+        return [flat[a:b] for a, b in pairwise(bounds)]
