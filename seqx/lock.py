@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Iterator
@@ -82,9 +83,12 @@ def experiment_lock(folder: Path, warn: list[str] | None = None) -> Iterator[Non
     try:
         previous = _read_holder(folder)
         pid = previous.get("pid")
-        if isinstance(pid, int) and pid != os.getpid() and warn is not None:
+        if isinstance(pid, int) and pid != os.getpid():
             state = "was killed" if not _pid_alive(pid) else "exited without unlocking"
-            warn.append(f"{folder}: took over the lock of PID {pid}, which {state}")
+            swept = sweep_temporaries(folder)
+            left = f"; removed {swept} half-written temporary file(s) it left" if swept else ""
+            if warn is not None:
+                warn.append(f"{folder}: took over the lock of PID {pid}, which {state}{left}")
         holder = {"pid": os.getpid(), "command": " ".join(Path(a).name for a in sys.argv[:2]), "started": time.time()}
         (folder / HOLDER_NAME).write_text(json.dumps(holder))
         _held[folder] = 1
@@ -95,3 +99,30 @@ def experiment_lock(folder: Path, warn: list[str] | None = None) -> Iterator[Non
             (folder / HOLDER_NAME).unlink(missing_ok=True)
         finally:
             lock.release()
+
+
+_TEMPORARY = re.compile(r"\.tmp\d+$")  # what seqx.stage.atomic_write names its temporary files
+
+
+def sweep_temporaries(folder: Path) -> int:
+    """Remove the temporary files of writes a killed run never finished; returns how many.
+
+    Called with the lock held, so no live seqx process is writing any of them.
+    """
+    count = 0
+    for path in folder.rglob("*.tmp*"):
+        if _TEMPORARY.search(path.name) and path.is_file():
+            path.unlink(missing_ok=True)
+            count += 1
+    return count
+
+
+@contextmanager
+def stage_lock(folder: Path, reporter: object | None = None) -> Iterator[None]:
+    """`experiment_lock` for a stage: a stale holder taken over is said as a warning on `reporter`."""
+    warnings: list[str] = []
+    with experiment_lock(folder, warn=warnings):
+        for message in warnings:
+            if reporter is not None:
+                reporter.warn(message)  # type: ignore[attr-defined]
+        yield
