@@ -27,6 +27,7 @@ from seqx.errors import SeqxError
 LOCK_NAME = ".seqx.lock"
 HOLDER_NAME = ".seqx.lock.json"
 
+ORPHAN_WAIT_S = 30.0  # how long the children of a killed holder may keep the lock before we give up
 _held: dict[Path, int] = {}  # folder -> nesting depth of the locks this process holds
 
 
@@ -79,7 +80,19 @@ def experiment_lock(folder: Path, warn: list[str] | None = None) -> Iterator[Non
     try:
         lock.acquire()
     except Timeout:
-        raise LockedError(f"{folder}: in use by {_describe(_read_holder(folder))}; wait for it or stop it") from None
+        holder = _read_holder(folder)
+        pid = holder.get("pid")
+        if not (isinstance(pid, int) and not _pid_alive(pid)):
+            raise LockedError(f"{folder}: in use by {_describe(holder)}; wait for it or stop it") from None
+        # the holder was killed, but processes it forked (DataLoader or featurize workers) share the
+        # locked file until they notice and exit, within seconds
+        try:
+            lock.acquire(timeout=ORPHAN_WAIT_S)
+        except Timeout:
+            raise LockedError(
+                f"{folder}: held by processes left by PID {pid} ({_describe(holder)}), which was killed; "
+                "stop them or wait"
+            ) from None
     try:
         previous = _read_holder(folder)
         pid = previous.get("pid")
