@@ -84,8 +84,9 @@ def experiment_lock(folder: Path, warn: list[str] | None = None) -> Iterator[Non
         pid = holder.get("pid")
         if not (isinstance(pid, int) and not _pid_alive(pid)):
             raise LockedError(f"{folder}: in use by {_describe(holder)}; wait for it or stop it") from None
-        # the holder was killed, but processes it forked (DataLoader or featurize workers) share the
-        # locked file until they notice and exit, within seconds
+        # the holder was killed, but processes it forked (DataLoader or featurize workers) may share the
+        # locked file until they notice and exit, within seconds (filelock 4 closes it in forked children;
+        # the 3.x that pyproject allows does not)
         try:
             lock.acquire(timeout=ORPHAN_WAIT_S)
         except Timeout:
