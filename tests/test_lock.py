@@ -55,4 +55,3 @@ def test_lock_is_reentrant_within_a_process(tmp_path: Path) -> None:
         assert (tmp_path / HOLDER_NAME).exists()  # the inner exit did not release the outer hold
     with experiment_lock(tmp_path):  # released: can be taken again
         pass
-
