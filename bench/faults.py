@@ -26,6 +26,7 @@ import argparse
 import json
 import random
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -46,11 +47,13 @@ def where(exp: Path) -> tuple[str, int]:
     log = exp / "train_log.jsonl"
     steps = [json.loads(x).get("step", 0) for x in log.read_text().splitlines()] if log.is_file() else []
     step = max(steps, default=0)
+    if not (exp / "data").is_dir():
+        return "start-up", step
     for stage, folder in (("data", "data"), ("featurize", "feats"), ("tokenize", "tokenizer")):
         if not (exp / folder / ".stamp.json").is_file():
             return stage, step
     if (exp / "model" / ".stamp.json").is_file():
-        return "finished before the kill", step
+        return "exit (bundle done)", step
     return ("train", step) if step < TOTAL_STEPS else ("average or bundle", step)
 
 
@@ -59,8 +62,9 @@ def rerun(root: Path, recipe: Path, exp: Path, want: dict[str, bytes], step: int
     survived = result.returncode == 0 and bundle_bytes(exp) == want
     lost = 0
     if result.returncode == 0:
-        resumed = json.loads(result.stdout).get("resumed_from_step") or 0
-        lost = max(step - resumed, 0)
+        report = json.loads(result.stdout)
+        if not report["fresh"]:  # fresh: the killed run had finished, nothing to redo
+            lost = max(step - (report.get("resumed_from_step") or 0), 0)
     return survived, lost, "" if survived else (result.stdout + result.stderr)[-400:]
 
 
@@ -141,10 +145,36 @@ def main() -> None:
                      "line": lines[0] if lines else full.stderr[-300:], "why": why})
         print(rows[-1], file=sys.stderr)
 
+    rows.extend(tmpfs_case(fresh, want))
+
     if args.json:
         print(json.dumps(rows, indent=1))
         return
     print(table(rows))
+
+
+def tmpfs_case(fresh, want: dict[str, bytes]) -> list[dict]:  # noqa: ANN001
+    """A real ENOSPC: the experiment on a 2 MB tmpfs (root only), then grown to 64 MB and run again."""
+    root, recipe, exp = fresh("tmpfs")
+    mount = root / "exp"
+    mount.mkdir(parents=True, exist_ok=True)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True).returncode:
+        print("tmpfs: cannot mount here (not root?), case left out", file=sys.stderr)
+        return []
+    try:
+        full = run(["train", str(recipe)], root)
+        lines = error_lines(full)
+        before = {p.name: p.read_bytes() for p in (exp / "checkpoints").glob("*.pt")}
+        one_line = full.returncode == 1 and len(lines) == 1 and "disk full" in lines[0]
+        subprocess.run(["mount", "-o", "remount,size=64m", str(mount)], check=True)
+        kept = all((exp / "checkpoints" / n).read_bytes() == b for n, b in before.items())
+        survived, lost, why = rerun(root, recipe, exp, want, 0)
+        row = {"case": "disk full: 2 MB tmpfs (ENOSPC)", "kind": "disk", "survived": survived and one_line and kept,
+               "lost_steps": lost, "line": lines[0] if lines else full.stderr[-300:], "why": why}
+        print(row, file=sys.stderr)
+        return [row]
+    finally:
+        subprocess.run(["umount", str(mount)], capture_output=True)
 
 
 def table(rows: list[dict]) -> str:
@@ -156,7 +186,7 @@ def table(rows: list[dict]) -> str:
     for key, group in groups.items():
         lost = [r["lost_steps"] for r in group]
         lost_text = "nothing" if not any(lost) else f"{sum(lost)} steps redone in all (max {max(lost)})"
-        if group[0].get("stage") in ("data", "featurize", "tokenize"):
+        if group[0].get("stage") in ("start-up", "data", "featurize", "tokenize"):
             lost_text = "the unfinished stage (redone)"
         lines.append(f"| {key} | {len(group)} | {sum(r['survived'] for r in group)} | {lost_text} |")
     return "\n".join(lines)
