@@ -7,9 +7,9 @@ Usage:
 On the tiny recipe of tests/fault_harness.py (6 espeak-ng commands, 3 epochs of 3 steps, a
 checkpoint every 2 steps, deterministic), each try starts from an empty experiment folder:
 
-- hook kill: `SEQX_KILL_AT=POINT:N` (seqx/faults.py) with POINT drawn uniformly from data, featurize,
-  tokenize, step, checkpoint_write (halfway through the file), average, bundle (weights written,
-  config not) and N uniformly from that point's passes in an uninterrupted run;
+- hook kill: `SEQX_KILL_AT=POINT:N` (seqx/faults.py), every POINT once in a random order before any
+  twice (data, featurize, tokenize, step, checkpoint_write: halfway through the file, average, bundle:
+  weights written, config not), N drawn uniformly from that point's passes in an uninterrupted run;
 - timed kill: SIGKILL from outside at a time drawn uniformly over an uninterrupted run's wall time;
 - then `seqx train` again. Survived = it exits 0 and its bundle (config.json, model.safetensors,
   tokenizer.model) equals the uninterrupted run's byte for byte. Lost = optimizer steps done before the
@@ -93,8 +93,9 @@ def main() -> None:
     want = bundle_bytes(exp)
     print(f"uninterrupted run: {wall:.1f} s", file=sys.stderr)
 
-    for i in range(args.kills):
-        point = rng.choice(sorted(PASSES))
+    # every point once (in a random order) before any twice, each at a random pass
+    points = [p for _ in range(args.kills // len(PASSES) + 1) for p in rng.sample(sorted(PASSES), len(PASSES))]
+    for i, point in enumerate(points[: args.kills]):
         nth = rng.randint(1, PASSES[point])
         root, recipe, exp = fresh(f"kill{i}")
         killed = run(["train", str(recipe)], root, kill_at=f"{point}:{nth}")
