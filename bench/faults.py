@@ -127,6 +127,7 @@ def main() -> None:
         ok = codes == [0, 1] and "in use by PID" in refused[0] and bundle_bytes(exp) == want
         rows.append({"case": "two seqx train at once", "kind": "lock", "survived": ok, "lost_steps": 0,
                      "why": "" if ok else str(codes)})
+        print(rows[-1], file=sys.stderr)
 
     for name, kill_at, limit, file in [
         ("disk full: feature shard", None, 32 * 1024, "shard-00000.f16"),
@@ -178,16 +179,23 @@ def tmpfs_case(fresh, want: dict[str, bytes]) -> list[dict]:  # noqa: ANN001
         subprocess.run(["umount", str(mount)], capture_output=True)
 
 
+_ORDER = ["hook", "timed", "lock", "disk"]
+
+
 def table(rows: list[dict]) -> str:
     groups: dict[str, list[dict]] = {}
     for row in rows:
-        key = row["case"] if row["kind"] in ("lock", "disk") else f"kill -9 ({row['kind']}) during {row['stage']}"
+        key = row["case"] if row["kind"] in ("lock", "disk") else f"kill -9 at a random time, in {row['stage']}"
+        if row["kind"] == "hook":
+            key = f"kill -9 at hook `{row['case'].split()[-1].split(':')[0]}`"
+        if row["kind"] == "timed" and not row["killed"]:
+            key = "kill -9 at a random time after the run had ended: no fault"
         groups.setdefault(key, []).append(row)
     lines = ["| case | tries | survived | lost |", "| --- | ---: | ---: | --- |"]
-    for key, group in groups.items():
+    for key, group in sorted(groups.items(), key=lambda kv: _ORDER.index(kv[1][0]["kind"])):
         lost = [r["lost_steps"] for r in group]
-        lost_text = "nothing" if not any(lost) else f"{sum(lost)} steps redone in all (max {max(lost)})"
-        if group[0].get("stage") in ("start-up", "data", "featurize", "tokenize"):
+        lost_text = "nothing" if not any(lost) else f"{sum(lost)} logged step(s) redone in all (max {max(lost)})"
+        if group[0].get("stage") in ("data", "featurize", "tokenize"):
             lost_text = "the unfinished stage (redone)"
         lines.append(f"| {key} | {len(group)} | {sum(r['survived'] for r in group)} | {lost_text} |")
     return "\n".join(lines)
