@@ -24,10 +24,9 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_model, save_model
 
-from seqx import __version__
+from seqx import __version__, faults
 from seqx.device import resolve_device
 from seqx.errors import SeqxError
-from seqx.faults import fault_point
 from seqx.featurize.cmvn import Cmvn
 from seqx.featurize.features import FeatureExtractor
 from seqx.model.transformer import ModelDimensions, Seq2SeqTransformer
@@ -84,7 +83,7 @@ def save_bundle(
     weights = sum(t.numel() * t.element_size() for t in model.state_dict().values())
     with atomic_write(folder / WEIGHTS, need=weights) as tmp:
         save_model(model, str(tmp))
-    fault_point("bundle")
+    faults.fault_point("bundle")
     with atomic_write(folder / TOKENIZER, need=Path(tokenizer.model_path).stat().st_size) as tmp:
         shutil.copyfile(tokenizer.model_path, tmp)
     config["files"] = {name: _describe_file(folder / name) for name in (WEIGHTS, TOKENIZER)}
@@ -153,31 +152,36 @@ def check_bundle(folder: str | Path) -> dict:
 
 
 def load_bundle(folder: str | Path, device: str | torch.device = "cpu") -> Bundle:
-    folder = Path(folder)
-    device = resolve_device(device) if isinstance(device, str) else device
-    config = check_bundle(folder)
     try:
-        dims = ModelDimensions.from_dict(config["dims"])
-        features = FeatureSettings.model_validate(config["features"])
-        tokenizer_settings = TokenizerSettings.model_validate(config["tokenizer"])
-        decode = DecodeSettings.model_validate(config["decode"])
-        cmvn = Cmvn.from_dict(config["cmvn"])
+        return _load_bundle(Path(folder), device)
     except (ValueError, KeyError, TypeError) as err:  # pydantic's ValidationError is a ValueError
-        raise SeqxError(f"{folder / CONFIG}: bad bundle config ({str(err).splitlines()[0]})") from None
-    model = Seq2SeqTransformer(dims)
+        raise SeqxError(f"{Path(folder) / CONFIG}: bad bundle config ({str(err).splitlines()[0]})") from None
+
+
+def _load_weights(model: Seq2SeqTransformer, path: Path) -> None:
     try:
-        load_model(model, str(folder / WEIGHTS), device="cpu")
+        load_model(model, str(path), device="cpu")
     except (SafetensorError, RuntimeError, OSError) as err:
-        raise SeqxError(f"{folder / WEIGHTS}: cannot load the weights ({str(err).splitlines()[0][:160]})") from None
+        raise SeqxError(f"{path}: cannot load the weights ({str(err).splitlines()[0][:160]})") from None
+
+
+def _load_bundle(folder: Path, device: str | torch.device) -> Bundle:
+    device = resolve_device(device) if isinstance(device, str) else device
+    path = folder / CONFIG
+    config = check_bundle(folder)  # one line naming a missing, damaged or too new file
+    dims = ModelDimensions.from_dict(config["dims"])
+    model = Seq2SeqTransformer(dims)
+    _load_weights(model, folder / WEIGHTS)
     model.to(device).eval()
+    features = FeatureSettings.model_validate(config["features"])
     return Bundle(
         model=model,
         dims=dims,
         features=features,
         sample_rate=int(config["sample_rate"]),
-        cmvn=cmvn,
-        tokenizer=Tokenizer(folder / TOKENIZER, tokenizer_settings),
+        cmvn=Cmvn.from_dict(config["cmvn"]),
+        tokenizer=Tokenizer(folder / TOKENIZER, TokenizerSettings.model_validate(config["tokenizer"])),
         extractor=FeatureExtractor(features, int(config["sample_rate"])),
-        decode=decode,
+        decode=DecodeSettings.model_validate(config["decode"]),
         folder=folder,
     )

@@ -23,13 +23,13 @@ import torch
 from seqx.data.manifest import Utterance, read_manifest
 from seqx.data.stage import manifests_exist, run_data_stage
 from seqx.data.synth import SPLITS
-from seqx.errors import AudioError, SeqxError
+from seqx.errors import AudioError
 from seqx.faults import fault_point
-from seqx.lock import stage_lock
 from seqx.featurize.audio import load_audio
-from seqx.featurize.cmvn import Cmvn, CmvnAccumulator
+from seqx.featurize.cmvn import CmvnAccumulator
 from seqx.featurize.features import FeatureExtractor
-from seqx.featurize.store import FeatureStore, FeatureStoreWriter, to_float16
+from seqx.featurize.store import FeatureStoreWriter, check_feats, to_float16
+from seqx.lock import stage_lock
 from seqx.recipe import FeatureSettings, Recipe
 from seqx.report import Collect, Reporter
 from seqx.stage import STAMP_NAME, atomic_write_text, fingerprint, is_fresh, mark_done
@@ -126,7 +126,7 @@ def _run_featurize_stage(recipe: Recipe, reporter: Reporter, force: bool) -> Fea
     utts = {split: read_manifest(recipe.data_dir / f"{split}.jsonl") for split in SPLITS}
     key = featurize_stage_key(recipe, utts)
     if not force and is_fresh(out_dir, key) and (out_dir / SUMMARY).is_file():
-        problem = _check_outputs(out_dir)
+        problem = check_feats(out_dir, SPLITS)
         if problem is None:
             return _load_summary(out_dir)
         reporter.warn(f"{problem}; featurizing again")
@@ -151,8 +151,9 @@ def _featurize_split(
     reporter: Reporter,
 ) -> None:
     writer = FeatureStoreWriter(recipe.feats_dir / split, recipe.features.n_feats, recipe.features.shard_mb)
-    # what the split will take, for the line a full disk gives (float16 frames at the hop rate)
-    writer.expected_bytes = int(sum(u.duration for u in utts) * 1000 / recipe.features.hop_ms * recipe.features.n_feats * 2)
+    # about what the split will take, for the line a full disk gives (float16 frames at the hop rate)
+    frames = sum(u.duration for u in utts) * 1000 / recipe.features.hop_ms
+    writer.expected_bytes = int(frames * recipe.features.n_feats * 2)
     cmvn = CmvnAccumulator(recipe.features.n_feats) if split == "train" else None
     stats = report.splits.setdefault(split, SplitStats())
     task = reporter.task(f"featurize {split}", total=len(utts), unit="utt")
@@ -205,17 +206,6 @@ class _Featurizer:
         else:
             self.pool.close()
         self.pool.join()
-
-
-def _check_outputs(out_dir: Path) -> str | None:
-    """The one-line problem of a store or cmvn.json that is damaged (truncated, corrupt), else None."""
-    try:
-        for split in SPLITS:
-            FeatureStore(out_dir / split).verify()
-        Cmvn.load(out_dir / "cmvn.json")
-    except SeqxError as err:
-        return str(err)
-    return None
 
 
 def _save_summary(out_dir: Path, report: FeaturizeReport) -> None:

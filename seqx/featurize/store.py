@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from seqx.errors import SeqxError
+from seqx.featurize.cmvn import Cmvn
 from seqx.stage import atomic_write_text, disk_full, is_disk_full
 
 INDEX = "index.json"
@@ -165,3 +166,14 @@ class FeatureStore:
         state = dict(self.__dict__)
         state["_maps"] = {}
         return state
+
+
+def check_feats(feats_dir: Path, splits: tuple[str, ...] | list[str]) -> str | None:
+    """The one-line problem of a split's store or cmvn.json that was damaged since it was written, else None."""
+    try:
+        for split in splits:
+            FeatureStore(feats_dir / split).verify()
+        Cmvn.load(feats_dir / "cmvn.json")
+    except SeqxError as err:
+        return str(err)
+    return None
