@@ -114,7 +114,8 @@ def test_killed_anywhere_then_run_again_gives_the_uninterrupted_bundle(reference
 def test_damaged_store_cmvn_tokenizer_and_bundle_are_named_and_made_again(reference: dict) -> None:
     exp, recipe, root = reference["exp"], reference["recipe"], reference["root"]
     shard = exp / "feats" / "train" / "shard-00000.f16"
-    index, cmvn, bpe = exp / "feats" / "valid" / "index.json", exp / "feats" / "cmvn.json", exp / "tokenizer" / "bpe.model"
+    index, cmvn = exp / "feats" / "valid" / "index.json", exp / "feats" / "cmvn.json"
+    bpe = exp / "tokenizer" / "bpe.model"
     weights = exp / "model" / "model.safetensors"
     good = {p: p.read_bytes() for p in (shard, index, cmvn, bpe)}
 

@@ -145,7 +145,8 @@ def check_bundle(folder: str | Path) -> dict:
             raise SeqxError(f"{file}: missing from the bundle")
         want = config.get("files", {}).get(name)  # format 1 bundles carry no checksums
         if want and file.stat().st_size != want["size"]:
-            raise SeqxError(f"{file}: {file.stat().st_size} bytes, the bundle wrote {want['size']} (truncated or corrupt)")
+            size = file.stat().st_size
+            raise SeqxError(f"{file}: {size} bytes, the bundle wrote {want['size']} (truncated or corrupt)")
         if want and _sha256(file) != want["sha256"]:
             raise SeqxError(f"{file}: checksum mismatch: corrupt, or changed since the bundle was written")
     return config

@@ -63,7 +63,7 @@ def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
 
 
 def load_checkpoint(path: Path) -> dict[str, Any]:
-    """Read a checkpoint safely (weights_only) and check its header and checksum; CorruptCheckpoint names the problem."""
+    """Read a checkpoint safely (weights_only), check its header and checksum; CorruptCheckpoint says what is wrong."""
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
@@ -81,9 +81,10 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
     if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT:
         raise CorruptCheckpoint(f"{path}: not a seqx checkpoint (no {FORMAT!r} header)")
     if not isinstance(ckpt.get("version"), int) or ckpt["version"] > VERSION:
+        wrote = ckpt.get("seqx_version", "?")
         raise CorruptCheckpoint(
-            f"{path}: checkpoint version {ckpt.get('version')} written by seqx {ckpt.get('seqx_version', '?')}; "
-            f"this seqx ({__version__}) reads up to version {VERSION}: use seqx {ckpt.get('seqx_version', '?')} or newer"
+            f"{path}: checkpoint version {ckpt.get('version')} written by seqx {wrote}; "
+            f"this seqx ({__version__}) reads up to version {VERSION}: use seqx {wrote} or newer"
         )
     if ckpt.get("checksum") != content_digest(ckpt):
         raise CorruptCheckpoint(f"{path}: checksum mismatch: the file is corrupt (changed since it was written)")
@@ -160,7 +161,8 @@ def set_rng_state(state: dict[str, Any], device: torch.device) -> None:
     version, internal, gauss = state["python"]
     random.setstate((version, tuple(internal), gauss))
     n = state["numpy"]
-    np.random.set_state((n["name"], n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["cached_gaussian"]))
+    keys = n["keys"].numpy().astype(np.uint32)
+    np.random.set_state((n["name"], keys, n["pos"], n["has_gauss"], n["cached_gaussian"]))
     torch.set_rng_state(state["torch"])
     if device.type == "cuda" and state.get("cuda") is not None:
         torch.cuda.set_rng_state(state["cuda"], device)
@@ -212,7 +214,7 @@ class CheckpointKeeper:
             if path != last:
                 warn(f"{problem}; resuming from {path.name}, the newest good checkpoint")
             return path
-        raise SeqxError(f"{problem}; no good earlier checkpoint in {self.folder}: `seqx train RECIPE --restart` starts over")
+        raise SeqxError(f"{problem}; no good earlier checkpoint in {self.folder}: `seqx train RECIPE --restart`")
 
     def save(self, path: Path, content: Callable[[], dict[str, Any]], also_last: bool = False) -> None:
         """Collective (every rank's RNG state is gathered); rank 0 writes, atomically."""
