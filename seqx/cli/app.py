@@ -9,7 +9,6 @@ its own `cmd_*.py` (which imports what it shares from `seqx.cli.common`) and one
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import typer
 
@@ -26,8 +25,8 @@ from seqx.cli.common import (  # noqa: F401 (re-exported: what commands used to 
     print_error,
 )
 from seqx.errors import SeqxError
-from seqx.stage import disk_full, is_disk_full
 from seqx.recipe import RecipeError
+from seqx.stage import disk_full, is_disk_full
 
 app = typer.Typer(
     name="seqx",
@@ -69,7 +68,7 @@ def main() -> None:
         sys.exit(130)
     except Exception as err:  # click usage errors arrive here with standalone_mode=False
         if is_disk_full(err):  # a write outside atomic_write (a log line): still one line, not a traceback
-            print_error(str(disk_full(getattr(err, "filename", None) or Path.cwd() / "?")))
+            print_error(str(disk_full(getattr(err, "filename", None) or "a file")))
             sys.exit(1)
         if _is_usage_error(err):
             err.show()  # type: ignore[attr-defined]
