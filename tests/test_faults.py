@@ -3,7 +3,7 @@ malicious checkpoint. Each run is `python -m seqx` on a tiny recipe (tests/fault
 
 The kill chain: one experiment is killed at each unlucky moment of `seqx train` in turn (in the data,
 featurize and tokenize stages, mid-epoch, halfway through a checkpoint write, while averaging, between the
-bundle's weights and its config), with a full disk twice and a truncated last.pt on the way, each followed
+bundle's weights and its config), with a full disk three times and a truncated last.pt on the way, each followed
 by `seqx train` again; the final bundle must equal an uninterrupted run's byte for byte.
 """
 
