@@ -12,3 +12,7 @@ class AudioError(SeqxError):
         super().__init__(f"{path}: {problem}")
         self.path = str(path)
         self.problem = problem
+
+
+class DiskFullError(SeqxError):
+    """A write ran out of space (ENOSPC, or EFBIG under a file-size limit); what was there is intact."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ from seqx.errors import SeqxError
 LOCK_NAME = ".seqx.lock"
 HOLDER_NAME = ".seqx.lock.json"
 
+ORPHAN_WAIT_S = 30.0  # how long the children of a killed holder may keep the lock before we give up
 _held: dict[Path, int] = {}  # folder -> nesting depth of the locks this process holds
 
 
@@ -78,13 +80,29 @@ def experiment_lock(folder: Path, warn: list[str] | None = None) -> Iterator[Non
     try:
         lock.acquire()
     except Timeout:
-        raise LockedError(f"{folder}: in use by {_describe(_read_holder(folder))}; wait for it or stop it") from None
+        holder = _read_holder(folder)
+        pid = holder.get("pid")
+        if not (isinstance(pid, int) and not _pid_alive(pid)):
+            raise LockedError(f"{folder}: in use by {_describe(holder)}; wait for it or stop it") from None
+        # the holder was killed, but processes it forked (DataLoader or featurize workers) may share the
+        # locked file until they notice and exit, within seconds (filelock 4 closes it in forked children;
+        # the 3.x that pyproject allows does not)
+        try:
+            lock.acquire(timeout=ORPHAN_WAIT_S)
+        except Timeout:
+            raise LockedError(
+                f"{folder}: held by processes left by PID {pid} ({_describe(holder)}), which was killed; "
+                "stop them or wait"
+            ) from None
     try:
         previous = _read_holder(folder)
         pid = previous.get("pid")
-        if isinstance(pid, int) and pid != os.getpid() and warn is not None:
+        if isinstance(pid, int) and pid != os.getpid():
             state = "was killed" if not _pid_alive(pid) else "exited without unlocking"
-            warn.append(f"{folder}: took over the lock of PID {pid}, which {state}")
+            swept = sweep_temporaries(folder)
+            left = f"; removed {swept} half-written temporary file(s) it left" if swept else ""
+            if warn is not None:
+                warn.append(f"{folder}: took over the lock of PID {pid}, which {state}{left}")
         holder = {"pid": os.getpid(), "command": " ".join(Path(a).name for a in sys.argv[:2]), "started": time.time()}
         (folder / HOLDER_NAME).write_text(json.dumps(holder))
         _held[folder] = 1
@@ -95,3 +113,30 @@ def experiment_lock(folder: Path, warn: list[str] | None = None) -> Iterator[Non
             (folder / HOLDER_NAME).unlink(missing_ok=True)
         finally:
             lock.release()
+
+
+_TEMPORARY = re.compile(r"\.tmp\d+$")  # what seqx.stage.atomic_write names its temporary files
+
+
+def sweep_temporaries(folder: Path) -> int:
+    """Remove the temporary files of writes a killed run never finished; returns how many.
+
+    Called with the lock held, so no live seqx process is writing any of them.
+    """
+    count = 0
+    for path in folder.rglob("*.tmp*"):
+        if _TEMPORARY.search(path.name) and path.is_file():
+            path.unlink(missing_ok=True)
+            count += 1
+    return count
+
+
+@contextmanager
+def stage_lock(folder: Path, reporter: object | None = None) -> Iterator[None]:
+    """`experiment_lock` for a stage: a stale holder taken over is said as a warning on `reporter`."""
+    warnings: list[str] = []
+    with experiment_lock(folder, warn=warnings):
+        for message in warnings:
+            if reporter is not None:
+                reporter.warn(message)  # type: ignore[attr-defined]
+        yield

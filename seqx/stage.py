@@ -8,15 +8,20 @@ interrupted stage is never mistaken for a finished one.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import resource
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
+
+from seqx.errors import DiskFullError
 
 STAMP_NAME = ".stamp.json"
 
@@ -49,13 +54,14 @@ def mark_done(folder: Path, key: str, **info: Any) -> None:
 
 
 @contextmanager
-def atomic_write(path: str | Path) -> Iterator[Path]:
+def atomic_write(path: str | Path, need: int | None = None) -> Iterator[Path]:
     """Yield a temporary path beside `path` to write; on success it is synced and renamed over `path`.
 
     A reader (or a run after a crash) sees the old file or the whole new one, never half
     a file: the rename is atomic, and the fsync before it makes sure the bytes are on disk
     before the name points at them. On an error the temporary file is removed and `path`
-    is left as it was. Every writer of seqx's outputs goes through here:
+    is left as it was; a full disk becomes one DiskFullError line (`need`: the bytes the
+    file takes, when the caller knows). Every writer of seqx's outputs goes through here:
 
         with atomic_write(folder / "model.safetensors") as tmp:
             save_model(model, str(tmp))
@@ -71,8 +77,52 @@ def atomic_write(path: str | Path) -> Iterator[Path]:
         finally:
             os.close(fd)
         os.replace(tmp, path)
+    except Exception as err:
+        if is_disk_full(err):
+            written = tmp.stat().st_size if tmp.exists() else 0
+            raise disk_full(path, need, written) from None
+        raise
     finally:
         tmp.unlink(missing_ok=True)
+
+
+_DISK_FULL_ERRNOS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
+# what C++ (torch) and Rust (safetensors) writers say when the OS refuses the bytes
+_DISK_FULL_TEXT = ("No space left on device", "File too large", "Disk quota exceeded", "os error 28", "os error 27")
+
+
+def is_disk_full(err: BaseException) -> bool:
+    """ENOSPC, EDQUOT, or EFBIG (a file-size limit is a full disk for the file being written)."""
+    if isinstance(err, DiskFullError):
+        return False
+    if isinstance(err, OSError) and err.errno in _DISK_FULL_ERRNOS:
+        return True
+    return any(text in str(err) for text in _DISK_FULL_TEXT)
+
+
+def disk_full(path: str | Path, need: int | None = None, written: int = 0) -> DiskFullError:
+    """The one line for a write that ran out of space: what, how much it needed, what is free where."""
+    path = Path(path)
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    free = shutil.disk_usage(folder).free
+    needs = f"needs {human_bytes(need)}" if need else f"needs more than the {human_bytes(written)} written"
+    where = f"{human_bytes(free)} free in {folder}"
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if limit != resource.RLIM_INFINITY:
+        where += f", files limited to {human_bytes(limit)} (ulimit -f)"
+    return DiskFullError(f"{path}: disk full while writing it ({needs}; {where}); the previous outputs are intact: "
+                         "free some space and run again")
+
+
+def human_bytes(n: float | None) -> str:
+    n = float(n or 0)
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TB"
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

@@ -57,3 +57,49 @@ def test_schedules_warm_up_then_decay() -> None:
         assert all(x >= y for x, y in zip(lrs[warmup:], lrs[warmup + 1:])), kind  # falling
         assert lrs == [learning_rate(s, peak, warmup, total, kind) for s in range(1, total + 1)]  # pure
     assert math.isclose(learning_rate(total, peak, warmup, total, "cosine"), 0.1 * peak)
+
+
+def _keeper(folder: Path, run_key: str = "k"):  # noqa: ANN202
+    from seqx.recipe import TrainSettings
+    from seqx.train.checkpoint import CheckpointKeeper
+    from seqx.train.distributed import DistInfo
+
+    return CheckpointKeeper(folder, run_key, TrainSettings(), DistInfo(), torch.device("cpu"))
+
+
+def test_resume_falls_back_from_a_damaged_last_to_the_newest_good_epoch(tmp_path: Path) -> None:
+    import pytest
+
+    from seqx.errors import SeqxError
+
+    for name, step in (("epoch-001.pt", 3), ("epoch-002.pt", 6), ("last.pt", 8)):
+        save_checkpoint(tmp_path / name, {"run_key": "k", "step": step, "model": {"w": torch.ones(3) * step}})
+    assert _keeper(tmp_path).resumable(print) == tmp_path / "last.pt"
+
+    (tmp_path / "last.pt").write_bytes((tmp_path / "last.pt").read_bytes()[:200])
+    (tmp_path / "epoch-002.pt").write_bytes(b"PK\x03\x04 not a checkpoint")
+    said: list[str] = []
+    assert _keeper(tmp_path).resumable(said.append) == tmp_path / "epoch-001.pt"
+    assert len(said) == 1 and said[0].startswith(f"{tmp_path / 'last.pt'}: truncated or corrupt")
+    assert said[0].endswith("resuming from epoch-001.pt, the newest good checkpoint")
+
+    (tmp_path / "epoch-001.pt").unlink()
+    with pytest.raises(SeqxError, match=r"last.pt: truncated or corrupt .*no good earlier checkpoint.*--restart"):
+        _keeper(tmp_path).resumable(said.append)
+
+    save_checkpoint(tmp_path / "last.pt", {"run_key": "other", "model": {}})  # another run's: never skipped over
+    with pytest.raises(SeqxError, match="made with other settings or data"):
+        _keeper(tmp_path).resumable(said.append)
+    assert _keeper(tmp_path / "none").resumable(said.append) is None  # no last.pt: a fresh start
+
+
+def test_checkpoint_of_a_newer_seqx_names_the_version_to_use(tmp_path: Path) -> None:
+    import pytest
+
+    from seqx.train.checkpoint import CorruptCheckpoint, content_digest
+
+    body = {"format": "seqx-checkpoint", "version": 9, "seqx_version": "3.0.0", "model": {}}
+    body["checksum"] = content_digest(body)
+    torch.save(body, tmp_path / "new.pt")
+    with pytest.raises(CorruptCheckpoint, match=r"new.pt: checkpoint version 9 written by seqx 3.0.0.*use seqx 3.0.0"):
+        load_checkpoint(tmp_path / "new.pt")

@@ -26,6 +26,7 @@ from seqx.cli.common import (  # noqa: F401 (re-exported: what commands used to 
 )
 from seqx.errors import SeqxError
 from seqx.recipe import RecipeError
+from seqx.stage import disk_full, is_disk_full
 
 app = typer.Typer(
     name="seqx",
@@ -67,6 +68,9 @@ def main() -> None:
         console.print("[red]interrupted[/]")
         sys.exit(130)
     except Exception as err:  # click usage errors arrive here with standalone_mode=False
+        if is_disk_full(err):  # a write outside atomic_write (a log line): still one line, not a traceback
+            print_error(str(disk_full(getattr(err, "filename", None) or "a file")))
+            sys.exit(1)
         if _is_usage_error(err):
             err.show()  # type: ignore[attr-defined]
             sys.exit(err.exit_code)  # type: ignore[attr-defined]

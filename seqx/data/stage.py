@@ -12,6 +12,8 @@ from seqx.data.importers import check_rows, read_rows
 from seqx.data.manifest import Utterance, read_manifest, write_manifest
 from seqx.data.synth import SPLITS, synthesize
 from seqx.errors import SeqxError
+from seqx.faults import fault_point
+from seqx.lock import stage_lock
 from seqx.recipe import Recipe
 from seqx.report import Collect, Reporter
 from seqx.stage import atomic_write_text, file_signature, fingerprint, is_fresh, mark_done
@@ -55,6 +57,11 @@ def input_signature(path: Path) -> object:
 
 def run_data_stage(recipe: Recipe, reporter: Reporter | None = None, force: bool = False) -> DataReport:
     reporter = reporter or Collect()
+    with stage_lock(recipe.root, reporter):  # one run at a time per experiment folder
+        return _run_data_stage(recipe, reporter, force)
+
+
+def _run_data_stage(recipe: Recipe, reporter: Reporter, force: bool) -> DataReport:
     out_dir = recipe.data_dir
     key = _key(recipe)
     if not force and is_fresh(out_dir, key) and manifests_exist(recipe):
@@ -69,6 +76,7 @@ def run_data_stage(recipe: Recipe, reporter: Reporter | None = None, force: bool
         if not utts:
             raise SeqxError(f"{out_dir / split}.jsonl: no usable utterances for the {split} split")
         write_manifest(out_dir / f"{split}.jsonl", utts)
+        fault_point("data")
     mark_done(out_dir, key, skipped=len(skipped))
     return _report(out_dir, False, manifests, skipped)
 

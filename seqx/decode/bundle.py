@@ -6,19 +6,25 @@
 
 `load_bundle` rebuilds the model from `dims` alone (the constructor takes that one
 object), so a bundle always loads into the code that made it.
+
+config.json states the seqx version and bundle `format` that wrote it (none: format 1)
+and, from format 2, the size and SHA-256 of the other two files: a bundle from a newer
+seqx is refused with the version to use, and a damaged file is one line naming it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_model, save_model
 
-from seqx import __version__
+from seqx import __version__, faults
 from seqx.device import resolve_device
 from seqx.errors import SeqxError
 from seqx.featurize import embedding
@@ -30,6 +36,7 @@ from seqx.stage import atomic_write, atomic_write_text
 from seqx.tokenize.tokenizer import Tokenizer
 
 CONFIG, WEIGHTS, TOKENIZER = "config.json", "model.safetensors", "tokenizer.model"
+FORMAT = 2  # 1: no format/version fields, no checksums; 2: "format", "files" (size and sha256 of each)
 
 
 @dataclass
@@ -64,6 +71,7 @@ def save_bundle(
     folder.mkdir(parents=True, exist_ok=True)
     config = {
         "seqx_version": __version__,
+        "format": FORMAT,
         "dims": model.dims.to_dict(),
         "features": features.model_dump(),
         "sample_rate": sample_rate,
@@ -75,10 +83,13 @@ def save_bundle(
     if features.is_embedding:  # the features depend on the ONNX files of this package version
         config["feature_model"] = {"package": embedding.PACKAGE, "version": embedding.model_version()}
     # save_model handles the tied embedding/output weights (one tensor, two names)
-    with atomic_write(folder / WEIGHTS) as tmp:
+    weights = sum(t.numel() * t.element_size() for t in model.state_dict().values())
+    with atomic_write(folder / WEIGHTS, need=weights) as tmp:
         save_model(model, str(tmp))
-    with atomic_write(folder / TOKENIZER) as tmp:
+    faults.fault_point("bundle")
+    with atomic_write(folder / TOKENIZER, need=Path(tokenizer.model_path).stat().st_size) as tmp:
         shutil.copyfile(tokenizer.model_path, tmp)
+    config["files"] = {name: _describe_file(folder / name) for name in (WEIGHTS, TOKENIZER)}
     atomic_write_text(folder / CONFIG, json.dumps(config, indent=1))  # written last: its presence means complete
     return folder
 
@@ -93,16 +104,78 @@ def locate_bundle(folder: Path | None, default: Path, recipe: str | Path) -> Pat
     return found
 
 
-def load_bundle(folder: str | Path, device: str | torch.device = "cpu") -> Bundle:
+def _describe_file(path: Path) -> dict[str, object]:
+    return {"size": path.stat().st_size, "sha256": _sha256(path)}
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_bundle(folder: str | Path) -> dict:
+    """Read config.json and check the bundle's format and files; returns the config.
+
+    Raises SeqxError with one line naming the file and the problem: missing, not JSON, a
+    format newer than this seqx reads (with the version to use), a size or checksum that
+    differs from what config.json recorded (truncated or corrupt).
+    """
     folder = Path(folder)
-    device = resolve_device(device) if isinstance(device, str) else device
     path = folder / CONFIG
     if not path.is_file():
         raise SeqxError(f"{folder}: not a seqx model bundle (no {CONFIG})")
-    config = json.loads(path.read_text())
+    try:
+        config = json.loads(path.read_text())
+        if not isinstance(config, dict):
+            raise ValueError("not a JSON object")
+    except (ValueError, UnicodeDecodeError) as err:
+        raise SeqxError(f"{path}: corrupt bundle config ({str(err).splitlines()[0]})") from None
+    fmt, wrote = config.get("format", 1), config.get("seqx_version", "?")
+    if not isinstance(fmt, int) or fmt > FORMAT or fmt < 1:
+        raise SeqxError(
+            f"{path}: bundle format {fmt} written by seqx {wrote}; this seqx ({__version__}) reads formats 1 to "
+            f"{FORMAT}: use seqx {wrote} or newer, or train the model again with this one"
+        )
+    missing = [k for k in ("dims", "features", "sample_rate", "cmvn", "tokenizer", "decode") if k not in config]
+    if missing:
+        raise SeqxError(f"{path}: corrupt bundle config (no {', '.join(missing)})")
+    for name in (WEIGHTS, TOKENIZER):
+        file = folder / name
+        if not file.is_file():
+            raise SeqxError(f"{file}: missing from the bundle")
+        want = config.get("files", {}).get(name)  # format 1 bundles carry no checksums
+        if want and file.stat().st_size != want["size"]:
+            size = file.stat().st_size
+            raise SeqxError(f"{file}: {size} bytes, the bundle wrote {want['size']} (truncated or corrupt)")
+        if want and _sha256(file) != want["sha256"]:
+            raise SeqxError(f"{file}: checksum mismatch: corrupt, or changed since the bundle was written")
+    return config
+
+
+def load_bundle(folder: str | Path, device: str | torch.device = "cpu") -> Bundle:
+    try:
+        return _load_bundle(Path(folder), device)
+    except (ValueError, KeyError, TypeError) as err:  # pydantic's ValidationError is a ValueError
+        raise SeqxError(f"{Path(folder) / CONFIG}: bad bundle config ({str(err).splitlines()[0]})") from None
+
+
+def _load_weights(model: Seq2SeqTransformer, path: Path) -> None:
+    try:
+        load_model(model, str(path), device="cpu")
+    except (SafetensorError, RuntimeError, OSError) as err:
+        raise SeqxError(f"{path}: cannot load the weights ({str(err).splitlines()[0][:160]})") from None
+
+
+def _load_bundle(folder: Path, device: str | torch.device) -> Bundle:
+    device = resolve_device(device) if isinstance(device, str) else device
+    path = folder / CONFIG
+    config = check_bundle(folder)  # one line naming a missing, damaged or too new file
     dims = ModelDimensions.from_dict(config["dims"])
     model = Seq2SeqTransformer(dims)
-    load_model(model, str(folder / WEIGHTS), device="cpu")
+    _load_weights(model, folder / WEIGHTS)
     model.to(device).eval()
     features = FeatureSettings.model_validate(config["features"])
     if "feature_model" in config and config["feature_model"]["version"] != embedding.model_version():

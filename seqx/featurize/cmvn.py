@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from seqx.errors import SeqxError
 from seqx.stage import atomic_write_text
 
 STD_FLOOR = 1e-5  # a constant feature dimension must not divide by zero
@@ -59,4 +60,20 @@ class Cmvn:
 
     @classmethod
     def load(cls, path: str | Path) -> Cmvn:
-        return cls.from_dict(json.loads(Path(path).read_text()))
+        """Read and check cmvn.json: a damaged one is one line naming it, never NaN features later."""
+        path = Path(path)
+        try:
+            raw = json.loads(path.read_text())
+            cmvn = cls.from_dict(raw)
+            problem = None
+            if cmvn.mean.ndim != 1 or cmvn.mean.shape != cmvn.std.shape or cmvn.mean.numel() == 0:
+                problem = "mean and std differ in shape"
+            elif not (torch.isfinite(cmvn.mean).all() and torch.isfinite(cmvn.std).all() and (cmvn.std > 0).all()):
+                problem = "non-finite mean or non-positive std"
+        except FileNotFoundError:
+            raise SeqxError(f"{path}: missing; run `seqx featurize`") from None
+        except (ValueError, KeyError, TypeError, RuntimeError) as err:
+            problem = f"unreadable ({str(err).splitlines()[0] if str(err) else type(err).__name__})"
+        if problem:
+            raise SeqxError(f"{path}: corrupt CMVN statistics: {problem}")
+        return cmvn

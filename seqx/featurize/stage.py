@@ -24,11 +24,13 @@ from seqx.data.manifest import Utterance, read_manifest
 from seqx.data.stage import manifests_exist, run_data_stage
 from seqx.data.synth import SPLITS
 from seqx.errors import AudioError
+from seqx.faults import fault_point
 from seqx.featurize.audio import load_audio
 from seqx.featurize.cmvn import CmvnAccumulator
 from seqx.featurize.embedding import reset_sessions
 from seqx.featurize.features import FeatureExtractor
-from seqx.featurize.store import FeatureStoreWriter, to_float16
+from seqx.featurize.store import FeatureStoreWriter, check_feats, to_float16
+from seqx.lock import stage_lock
 from seqx.recipe import FeatureSettings, Recipe
 from seqx.report import Collect, Reporter
 from seqx.stage import STAMP_NAME, atomic_write_text, fingerprint, is_fresh, mark_done
@@ -115,13 +117,21 @@ def _signature(path: str) -> tuple[str, int, int]:
 def run_featurize_stage(recipe: Recipe, reporter: Reporter | None = None, force: bool = False) -> FeaturizeReport:
     """Featurize train/valid/test into feats/SPLIT/, CMVN into feats/cmvn.json; no work when up to date."""
     reporter = reporter or Collect()
+    with stage_lock(recipe.root, reporter):  # one run at a time per experiment folder
+        return _run_featurize_stage(recipe, reporter, force)
+
+
+def _run_featurize_stage(recipe: Recipe, reporter: Reporter, force: bool) -> FeaturizeReport:
     if not manifests_exist(recipe):
         run_data_stage(recipe, reporter)
     out_dir = recipe.feats_dir
     utts = {split: read_manifest(recipe.data_dir / f"{split}.jsonl") for split in SPLITS}
     key = featurize_stage_key(recipe, utts)
     if not force and is_fresh(out_dir, key) and (out_dir / SUMMARY).is_file():
-        return _load_summary(out_dir)
+        problem = check_feats(out_dir, SPLITS)
+        if problem is None:
+            return _load_summary(out_dir)
+        reporter.warn(f"{problem}; featurizing again")
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / STAMP_NAME).unlink(missing_ok=True)  # an interrupted rerun must never look finished
     report = FeaturizeReport(str(out_dir), False, recipe.features.n_feats)
@@ -143,6 +153,9 @@ def _featurize_split(
     reporter: Reporter,
 ) -> None:
     writer = FeatureStoreWriter(recipe.feats_dir / split, recipe.features.n_feats, recipe.features.shard_mb)
+    # about what the split will take, for the line a full disk gives (float16 frames at the hop rate)
+    frames = sum(u.duration for u in utts) * 1000 / recipe.features.hop_ms
+    writer.expected_bytes = int(frames * recipe.features.n_feats * 2)
     cmvn = CmvnAccumulator(recipe.features.n_feats) if split == "train" else None
     stats = report.splits.setdefault(split, SplitStats())
     task = reporter.task(f"featurize {split}", total=len(utts), unit="utt")
@@ -155,6 +168,7 @@ def _featurize_split(
             reporter.warn(f"{utt.audio}: {reason}")
         else:
             stored = writer.add(utt.id, frames, normalize_text(utt.text, recipe.tokenizer))
+            fault_point("featurize")
             if cmvn is not None:
                 cmvn.add(stored)  # statistics of what training will read back (float16), not of float32
             stats.utterances += 1

@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from seqx.errors import SeqxError
-from seqx.stage import atomic_write_text
+from seqx.featurize.cmvn import Cmvn
+from seqx.stage import atomic_write_text, disk_full, is_disk_full
 
 INDEX = "index.json"
 F16_MAX = float(np.finfo(np.float16).max)  # 65504
@@ -49,6 +50,7 @@ class FeatureStoreWriter:
         self.length: list[int] = []
         self.shards: list[int] = []
         self._handle = None
+        self.expected_bytes: int | None = None  # the split's size, when known, for a full disk's message
 
     def add(self, utt_id: str, frames: np.ndarray, text: str) -> np.ndarray:
         """Append one utterance; returns the float16 frames exactly as stored."""
@@ -62,19 +64,35 @@ class FeatureStoreWriter:
         self.offset.append(self.shards[-1])
         self.length.append(frames.shape[0])
         stored = to_float16(frames)
-        self._handle.write(stored.tobytes())
+        try:
+            self._handle.write(stored.tobytes())
+        except OSError as err:
+            raise self._full(err) from None
         self.shards[-1] += frames.shape[0]
         return stored
 
+    def _full(self, err: OSError) -> Exception:
+        """A full disk as one line; the shards stay unindexed and unstamped, so nothing reads them."""
+        if not is_disk_full(err):
+            return err
+        shard = self.folder / _shard_name(len(self.shards) - 1)
+        return disk_full(shard, self.expected_bytes, sum(self.shards) * 2 * self.n_feats)
+
     def _open_next(self) -> None:
         if self._handle is not None:
-            self._handle.close()
+            self._close_handle()
         self._handle = (self.folder / _shard_name(len(self.shards))).open("wb")
         self.shards.append(0)
 
+    def _close_handle(self) -> None:
+        try:
+            self._handle.close()  # a buffered write that did not fit fails here
+        except OSError as err:
+            raise self._full(err) from None
+
     def close(self) -> None:
         if self._handle is not None:
-            self._handle.close()
+            self._close_handle()
         index = {
             "n_feats": self.n_feats,
             "shards": self.shards,
@@ -95,7 +113,13 @@ class FeatureStore:
         path = self.folder / INDEX
         if not path.is_file():
             raise SeqxError(f"{path}: no feature store here; run `seqx featurize` first")
-        index = json.loads(path.read_text())
+        try:
+            index = json.loads(path.read_text())
+            lengths = [len(index[k]) for k in ("ids", "texts", "shard", "offset", "length")]
+            if len(set(lengths)) != 1 or not isinstance(index["n_feats"], int):
+                raise ValueError("its lists disagree in length")
+        except (ValueError, KeyError, TypeError) as err:
+            raise SeqxError(f"{path}: corrupt feature index ({err}); run `seqx featurize --force`") from None
         self.n_feats: int = index["n_feats"]
         self.ids: list[str] = index["ids"]
         self.texts: list[str] = index["texts"]
@@ -108,6 +132,22 @@ class FeatureStore:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def verify(self) -> None:
+        """Check every shard's size against the index (a truncated or missing shard raises, naming it).
+
+        Cheap (one stat per shard), so a cached store is checked each time a stage relies on it.
+        """
+        for shard, frames in enumerate(self._shard_frames):
+            path = self.folder / _shard_name(shard)
+            want = frames * self.n_feats * 2
+            size = path.stat().st_size if path.is_file() else None
+            if size != want:
+                got = "missing" if size is None else f"{size} bytes"
+                raise SeqxError(f"{path}: feature shard is {got}, its index says {want} bytes (truncated or corrupt)")
+        ends = self._offset + self.lengths
+        if len(self.ids) and (ends > np.asarray(self._shard_frames)[self._shard]).any():
+            raise SeqxError(f"{self.folder / INDEX}: points past the end of its shards (corrupt)")
 
     def _map(self, shard: int) -> np.ndarray:
         if shard not in self._maps:  # opened on first use, so forked DataLoader workers map their own
@@ -126,3 +166,14 @@ class FeatureStore:
         state = dict(self.__dict__)
         state["_maps"] = {}
         return state
+
+
+def check_feats(feats_dir: Path, splits: tuple[str, ...] | list[str]) -> str | None:
+    """The one-line problem of a split's store or cmvn.json that was damaged since it was written, else None."""
+    try:
+        for split in splits:
+            FeatureStore(feats_dir / split).verify()
+        Cmvn.load(feats_dir / "cmvn.json")
+    except SeqxError as err:
+        return str(err)
+    return None

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 
 from seqx.data.manifest import read_manifest
 from seqx.data.stage import manifests_exist, run_data_stage
+from seqx.errors import SeqxError
 from seqx.grammar.load import load_grammar
+from seqx.lock import stage_lock
 from seqx.recipe import Recipe
 from seqx.report import Collect, Reporter
 from seqx.stage import fingerprint, is_fresh, mark_done
@@ -35,6 +37,11 @@ def tokenize_stage_key(recipe: Recipe, words: list[str] | None = None) -> str:
 
 def run_tokenize_stage(recipe: Recipe, reporter: Reporter | None = None, force: bool = False) -> TokenizeReport:
     reporter = reporter or Collect()
+    with stage_lock(recipe.root, reporter):  # one run at a time per experiment folder
+        return _run_tokenize_stage(recipe, reporter, force)
+
+
+def _run_tokenize_stage(recipe: Recipe, reporter: Reporter, force: bool) -> TokenizeReport:
     if not manifests_exist(recipe):
         run_data_stage(recipe, reporter)
     train_manifest = recipe.data_dir / "train.jsonl"
@@ -43,7 +50,10 @@ def run_tokenize_stage(recipe: Recipe, reporter: Reporter | None = None, force: 
     words = grammar_words(recipe)
     key = tokenize_stage_key(recipe, words)
     if not force and is_fresh(out_dir, key):
-        return TokenizeReport(str(out_dir), True, Tokenizer.load(out_dir).vocab_size, len(texts))
+        try:
+            return TokenizeReport(str(out_dir), True, Tokenizer.load(out_dir).vocab_size, len(texts))
+        except SeqxError as err:  # damaged since: train it again (the same text gives the same model)
+            reporter.warn(f"{err}; training the tokenizer again")
     tokenizer = train_tokenizer(texts + words, out_dir, recipe.tokenizer)
     mark_done(out_dir, key)
     return TokenizeReport(str(out_dir), False, tokenizer.vocab_size, len(texts))

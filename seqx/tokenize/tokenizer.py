@@ -16,6 +16,7 @@ from pathlib import Path
 import sentencepiece as spm
 
 from seqx.errors import SeqxError
+from seqx.faults import fault_point
 from seqx.recipe import TokenizerSettings
 from seqx.stage import atomic_write, atomic_write_text
 from seqx.tokenize.text import normalize_text
@@ -28,7 +29,11 @@ class Tokenizer:
     def __init__(self, model_path: str | Path, settings: TokenizerSettings) -> None:
         self.model_path = Path(model_path)
         self.settings = settings
-        self.sp = spm.SentencePieceProcessor(model_file=str(self.model_path))
+        try:
+            self.sp = spm.SentencePieceProcessor(model_file=str(self.model_path))
+        except (OSError, RuntimeError) as err:
+            first = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise SeqxError(f"{self.model_path}: not a readable sentencepiece model ({first})") from None
         self.pad_id = self.sp.piece_to_id(PAD)
         self.unk_id = self.sp.piece_to_id(UNK)
         self.bos_id = self.sp.piece_to_id(BOS)
@@ -39,7 +44,13 @@ class Tokenizer:
     @classmethod
     def load(cls, folder: str | Path) -> Tokenizer:
         folder = Path(folder)
-        settings = TokenizerSettings.model_validate_json((folder / SETTINGS_NAME).read_text())
+        path = folder / SETTINGS_NAME
+        try:
+            settings = TokenizerSettings.model_validate_json(path.read_text())
+        except FileNotFoundError:
+            raise SeqxError(f"{path}: missing; run `seqx tokenize`") from None
+        except ValueError as err:  # pydantic's ValidationError too
+            raise SeqxError(f"{path}: corrupt tokenizer settings ({str(err).splitlines()[0]})") from None
         return cls(folder / MODEL_NAME, settings)
 
     @property
@@ -101,5 +112,6 @@ def train_tokenizer(texts: Iterable[str], out_dir: str | Path, settings: Tokeniz
         raise SeqxError(f"tokenizer: sentencepiece failed: {str(err).splitlines()[0]}") from None
     with atomic_write(out_dir / MODEL_NAME) as tmp:
         tmp.write_bytes(model.getvalue())
+    fault_point("tokenize")
     atomic_write_text(out_dir / SETTINGS_NAME, json.dumps(settings.model_dump(), indent=1))
     return Tokenizer(out_dir / MODEL_NAME, settings)

@@ -3,12 +3,22 @@
 Everything a resumed run needs to go on as if it had never stopped is in a checkpoint:
 weights, AdamW moments, the loop's counters, the sampler's position and every rank's
 RNG states. `CheckpointKeeper` is the one object the training loop asks.
+
+A checkpoint holds tensors and plain data only (dicts, lists, numbers, strings: the numpy
+RNG state is stored as a tensor), so it is read with `torch.load(weights_only=True)`: a
+file someone hands you cannot run code when it is loaded, it is refused. A header
+(format, version) and a SHA-256 of the content make a truncated or corrupt file one line
+naming it; the run then resumes from the newest checkpoint that is good.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import os
+import pickle
 import random
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -18,30 +28,114 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from seqx import __version__
 from seqx.errors import SeqxError
+from seqx.faults import fault_point
 from seqx.recipe import TrainSettings
 from seqx.stage import atomic_write
 from seqx.train.distributed import DistInfo
 
 LAST = "last.pt"
+FORMAT = "seqx-checkpoint"
+VERSION = 2  # 1: pickled numpy RNG state, no header (seqx 0.1, read with weights_only=False); 2: plain data + checksum
+
+
+class CorruptCheckpoint(SeqxError):
+    """A checkpoint that cannot be used: truncated, corrupt, refused as unsafe, or from a newer seqx."""
 
 
 def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_write(path) as tmp:
-        torch.save(state, tmp)
+    body = {"format": FORMAT, "version": VERSION, "seqx_version": __version__, **state}
+    body["checksum"] = content_digest(body)
+    # serialized in memory first: the size is known (a full disk can say what it needed), and
+    # the bytes reach the disk through Python, whose OSError carries the errno (torch's writer's does not)
+    buffer = io.BytesIO()
+    torch.save(body, buffer)
+    data = buffer.getbuffer()
+    with atomic_write(path, need=len(data)) as tmp:
+        with open(tmp, "wb") as handle:
+            half = len(data) // 2
+            handle.write(data[:half])
+            handle.flush()
+            fault_point("checkpoint_write")  # the kill tests stop here: half a file on disk
+            handle.write(data[half:])
 
 
 def load_checkpoint(path: Path) -> dict[str, Any]:
-    # our own files: they hold RNG states and settings, not only tensors
-    return torch.load(path, map_location="cpu", weights_only=False)
+    """Read a checkpoint safely (weights_only), check its header and checksum; CorruptCheckpoint says what is wrong."""
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise
+    except pickle.UnpicklingError as err:
+        found = re.search(r"GLOBAL (\S+)", str(err))
+        what = f" ({found.group(1)})" if found else ""
+        raise CorruptCheckpoint(
+            f"{path}: refused: it holds Python objects{what}, not only tensors and plain data, and loading it "
+            "could run code; a checkpoint of seqx 0.1 cannot be resumed: `seqx train RECIPE --restart`"
+        ) from None
+    except Exception as err:  # noqa: BLE001 (zip, EOF, storage errors: all mean the bytes are damaged)
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise CorruptCheckpoint(f"{path}: truncated or corrupt ({first[:120]})") from None
+    if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT:
+        raise CorruptCheckpoint(f"{path}: not a seqx checkpoint (no {FORMAT!r} header)")
+    if not isinstance(ckpt.get("version"), int) or ckpt["version"] > VERSION:
+        wrote = ckpt.get("seqx_version", "?")
+        raise CorruptCheckpoint(
+            f"{path}: checkpoint version {ckpt.get('version')} written by seqx {wrote}; "
+            f"this seqx ({__version__}) reads up to version {VERSION}: use seqx {wrote} or newer"
+        )
+    if ckpt.get("checksum") != content_digest(ckpt):
+        raise CorruptCheckpoint(f"{path}: checksum mismatch: the file is corrupt (changed since it was written)")
+    return ckpt
 
 
-def average_checkpoints(paths: list[Path]) -> dict[str, torch.Tensor]:
-    """Element-wise mean of the models' float weights; integer buffers come from the last one."""
+def content_digest(state: dict[str, Any]) -> str:
+    """SHA-256 over a checkpoint's content (tensor bytes, shapes, dtypes and plain values), its checksum left out."""
+    digest = hashlib.sha256()
+    _feed(digest, {k: v for k, v in state.items() if k != "checksum"})
+    return digest.hexdigest()
+
+
+def _feed(digest: Any, value: Any) -> None:
+    if isinstance(value, torch.Tensor):
+        flat = value.detach().cpu().contiguous().reshape(-1)
+        digest.update(f"T{value.dtype}{tuple(value.shape)}".encode())
+        digest.update(flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b"")
+    elif isinstance(value, dict):
+        digest.update(b"{")
+        for key, item in value.items():
+            digest.update(repr(key).encode())
+            _feed(digest, item)
+        digest.update(b"}")
+    elif isinstance(value, (list, tuple)):
+        digest.update(b"[")
+        for item in value:
+            _feed(digest, item)
+        digest.update(b"]")
+    else:
+        digest.update(repr(value).encode())
+
+
+def average_checkpoints(paths: list[Path], skip: Callable[[str], None] | None = None) -> dict[str, torch.Tensor]:
+    """Element-wise mean of the models' float weights; integer buffers come from the last one.
+
+    With `skip`, a checkpoint that cannot be read is left out (and said through `skip`) instead of failing.
+    """
     if not paths:
         raise ValueError("no checkpoints to average")
-    states = [load_checkpoint(p)["model"] for p in paths]
+    states = []
+    for path in paths:
+        try:
+            states.append(load_checkpoint(path)["model"])
+        except CorruptCheckpoint as err:
+            if skip is None:
+                raise
+            skip(f"{err}; left out of the average")
+        fault_point("average")
+    if not states:
+        raise SeqxError(f"{paths[0].parent}: none of the checkpoints to average can be read")
     averaged = {}
     for name, last in states[-1].items():
         if last.is_floating_point():
@@ -52,17 +146,23 @@ def average_checkpoints(paths: list[Path]) -> dict[str, torch.Tensor]:
 
 
 def rng_state(device: torch.device) -> dict[str, Any]:
+    """Every generator's state as tensors and plain data (numpy's key array as an int64 tensor)."""
+    name, keys, pos, has_gauss, cached = np.random.get_state(legacy=True)
     return {
-        "python": random.getstate(),
-        "numpy": np.random.get_state(),
+        "python": random.getstate(),  # (version, tuple of 625 ints, gauss or None): plain already
+        "numpy": {"name": name, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+                  "has_gauss": int(has_gauss), "cached_gaussian": float(cached)},
         "torch": torch.get_rng_state(),
         "cuda": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
     }
 
 
 def set_rng_state(state: dict[str, Any], device: torch.device) -> None:
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    n = state["numpy"]
+    keys = n["keys"].numpy().astype(np.uint32)
+    np.random.set_state((n["name"], keys, n["pos"], n["has_gauss"], n["cached_gaussian"]))
     torch.set_rng_state(state["torch"])
     if device.type == "cuda" and state.get("cuda") is not None:
         torch.cuda.set_rng_state(state["cuda"], device)
@@ -90,6 +190,31 @@ class CheckpointKeeper:
         states = ckpt["rng"]
         set_rng_state(states[self.dist.rank % len(states)], self.device)
         return ckpt
+
+    def resumable(self, warn: Callable[[str], None]) -> Path | None:
+        """The checkpoint to resume from: last.pt, or when it cannot be read the newest good epoch
+        checkpoint (said through `warn`); None when there is no last.pt (a fresh start).
+
+        Raises when last.pt is of another run (its settings or data changed) or nothing is good.
+        """
+        last = self.folder / LAST
+        if not last.is_file():
+            return None
+        problem = ""
+        for path in [last, *sorted(self.folder.glob("epoch-*.pt"), reverse=True)]:
+            try:
+                ckpt = load_checkpoint(path)
+            except CorruptCheckpoint as err:
+                problem = problem or str(err)
+                continue
+            if ckpt.get("run_key") != self.run_key:
+                if path == last:
+                    self.load(path)  # raises the "other settings or data" line
+                continue
+            if path != last:
+                warn(f"{problem}; resuming from {path.name}, the newest good checkpoint")
+            return path
+        raise SeqxError(f"{problem}; no good earlier checkpoint in {self.folder}: `seqx train RECIPE --restart`")
 
     def save(self, path: Path, content: Callable[[], dict[str, Any]], also_last: bool = False) -> None:
         """Collective (every rank's RNG state is gathered); rank 0 writes, atomically."""

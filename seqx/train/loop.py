@@ -26,6 +26,7 @@ import torch.distributed as dist
 from torch import nn
 
 from seqx.errors import SeqxError
+from seqx.faults import fault_point
 from seqx.featurize.specaugment import SpecAugment
 from seqx.model.loss import joint_loss
 from seqx.model.transformer import ModelDimensions, Seq2SeqTransformer, param_groups
@@ -181,6 +182,7 @@ class Trainer:
                     lr = self._optimizer_step(took, last_synced=finite, total=total)
                     took = window = 0
                     if lr is not None:
+                        fault_point("step")
                         self._log_step(lr, running)
                         running = []
                         if s.step % cfg.save_every_steps == 0:
@@ -335,7 +337,7 @@ class Trainer:
         """The model with the best checkpoints' weights averaged (rank 0)."""
         paths = [p for p in self.best_paths() if p.is_file()]
         model = Seq2SeqTransformer(self.dims).to(self.device)
-        model.load_state_dict(average_checkpoints(paths) if paths else self.model.state_dict())
+        model.load_state_dict(average_checkpoints(paths, skip=self.reporter.warn) if paths else self.model.state_dict())
         return model.eval()
 
     def close(self) -> None:

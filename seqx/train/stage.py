@@ -13,16 +13,18 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from contextlib import ExitStack
 
 import torch
 
 from seqx.data.stage import run_data_stage
-from seqx.decode.bundle import save_bundle
+from seqx.decode.bundle import check_bundle, save_bundle
 from seqx.device import resolve_device
 from seqx.errors import SeqxError
 from seqx.featurize.cmvn import Cmvn
 from seqx.featurize.stage import run_featurize_stage
 from seqx.featurize.store import FeatureStore
+from seqx.lock import stage_lock
 from seqx.model.transformer import ModelDimensions, count_parameters
 from seqx.recipe import Recipe
 from seqx.report import Collect, Reporter
@@ -31,7 +33,7 @@ from seqx.tokenize.stage import run_tokenize_stage
 from seqx.tokenize.tokenizer import Tokenizer
 from seqx.train.dataset import UtteranceDataset
 from seqx.train.distributed import DistInfo, barrier, cleanup, init_distributed, wait_for_rank0
-from seqx.train.loop import LAST, LOG, Trainer, TrainReport
+from seqx.train.loop import LOG, Trainer, TrainReport
 
 __all__ = ["run_train_stage", "TrainReport", "pick_device", "run_key"]
 
@@ -67,7 +69,10 @@ def run_train_stage(
         target = torch.device("cuda", torch.cuda.current_device())
     said = reporter if dist.is_main else Collect()  # other ranks stay silent
     deterministic = torch.are_deterministic_algorithms_enabled()
+    lock = ExitStack()
     try:
+        if dist.is_main:  # rank 0 holds the experiment's lock for all ranks: only it writes
+            lock.enter_context(stage_lock(recipe.root, said))
         if dist.is_main:  # earlier stages once, by rank 0; the others wait for them
             run_data_stage(recipe, said)  # cheap when up to date; redoes the corpus when its settings changed
             run_featurize_stage(recipe, said)
@@ -75,7 +80,7 @@ def run_train_stage(
         wait_for_rank0(dist)
         key = run_key(recipe)
         bundle_key = fingerprint(key, recipe.decode)
-        if not restart and is_fresh(recipe.bundle_dir, bundle_key):
+        if not restart and is_fresh(recipe.bundle_dir, bundle_key) and _bundle_intact(recipe, said):
             return TrainReport(str(recipe.bundle_dir), True, str(target), dist.world_size)
         if recipe.train.deterministic:
             os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # cuBLAS needs it for determinism
@@ -89,6 +94,17 @@ def run_train_stage(
     finally:
         torch.use_deterministic_algorithms(deterministic)
         cleanup(dist)
+        lock.close()
+
+
+def _bundle_intact(recipe: Recipe, reporter: Reporter) -> bool:
+    """A bundle whose files were damaged since it was written is made again (from the checkpoints)."""
+    try:
+        check_bundle(recipe.bundle_dir)
+    except SeqxError as err:
+        reporter.warn(f"{err}; writing the bundle again")
+        return False
+    return True
 
 
 def _train(recipe: Recipe, device: torch.device, dist: DistInfo, reporter: Reporter, key: str, restart: bool) -> TrainReport:
@@ -109,8 +125,8 @@ def _train(recipe: Recipe, device: torch.device, dist: DistInfo, reporter: Repor
     )
     report = TrainReport(str(recipe.bundle_dir), False, str(device), dist.world_size, count_parameters(trainer.model))
     try:
-        last = recipe.checkpoint_dir / LAST
-        if last.is_file():
+        last = trainer.checkpoints.resumable(reporter.warn)  # last.pt, or the newest good one when it is damaged
+        if last is not None:
             trainer.resume(last)
             report.resumed_from_step = trainer.state.step
             reporter.info(f"train: resuming from {last} (epoch {trainer.state.epoch + 1}, step {trainer.state.step})")
