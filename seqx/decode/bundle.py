@@ -1,6 +1,7 @@
 """The model bundle: everything decoding needs, in one folder, without the recipe.
 
-    config.json        dims, feature settings, sample rate, CMVN, tokenizer settings, decode settings
+    config.json        dims, feature settings, sample rate, CMVN, tokenizer settings, decode settings,
+                       and the training grammar (`grammar`, its YAML form) when the recipe had one
     model.safetensors  the (averaged) weights
     tokenizer.model    the sentencepiece model
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -23,6 +24,8 @@ from seqx.device import resolve_device
 from seqx.errors import SeqxError
 from seqx.featurize.cmvn import Cmvn
 from seqx.featurize.features import FeatureExtractor
+from seqx.grammar.model import Grammar
+from seqx.grammar.tokens import TokenAutomaton
 from seqx.model.transformer import ModelDimensions, Seq2SeqTransformer
 from seqx.recipe import DecodeSettings, FeatureSettings, TokenizerSettings
 from seqx.stage import atomic_write, atomic_write_text
@@ -42,11 +45,37 @@ class Bundle:
     extractor: FeatureExtractor
     decode: DecodeSettings
     folder: Path
+    grammar: Grammar | None = None  # the grammar the model was trained from
+    automata: dict[str, TokenAutomaton] = field(default_factory=dict, repr=False)  # compiled, by grammar
 
     @property
     def device(self) -> torch.device:
         """Where the model's weights are (and so where decoding runs)."""
         return next(self.model.parameters()).device
+
+    def decode_grammar(self, choice: str | None = None) -> Grammar | None:
+        """The grammar `decode.grammar` (or `choice`) names: `recipe` = the training grammar
+        (None when there was none), `none` = free decoding, else a grammar file."""
+        from seqx.grammar.load import grammar_from_file
+
+        choice = self.decode.grammar if choice is None else choice
+        if choice == "recipe":
+            return self.grammar
+        if choice == "none":
+            return None
+        return grammar_from_file(choice)
+
+    def automaton(self, grammar: Grammar) -> TokenAutomaton:
+        """The grammar over this bundle's tokenizer, on its device; compiled once per grammar.
+
+        A word the tokenizer cannot spell is a GrammarError naming it.
+        """
+        from seqx.grammar.tokens import compile_tokens
+
+        key = grammar.to_json()
+        if key not in self.automata:
+            self.automata[key] = compile_tokens(grammar, self.tokenizer).to(self.device)
+        return self.automata[key]
 
 
 def save_bundle(
@@ -112,4 +141,5 @@ def load_bundle(folder: str | Path, device: str | torch.device = "cpu") -> Bundl
         extractor=FeatureExtractor(features, int(config["sample_rate"])),
         decode=DecodeSettings.model_validate(config["decode"]),
         folder=folder,
+        grammar=Grammar.from_dict(config["grammar"]) if config.get("grammar") else None,
     )
