@@ -143,3 +143,14 @@ def load_bundle(folder: str | Path, device: str | torch.device = "cpu") -> Bundl
         folder=folder,
         grammar=Grammar.from_dict(config["grammar"]) if config.get("grammar") else None,
     )
+
+
+def update_config(folder: str | Path, decode: DecodeSettings | None = None, **extra: object) -> None:
+    """Rewrite a bundle's config.json with new decode settings and/or extra entries (what
+    training's last step, choosing decode.reject_margin, adds to a bundle already written)."""
+    path = Path(folder) / CONFIG
+    config = json.loads(path.read_text())
+    if decode is not None:
+        config["decode"] = decode.model_dump()
+    config.update(extra)
+    atomic_write_text(path, json.dumps(config, indent=1))
