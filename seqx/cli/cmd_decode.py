@@ -135,7 +135,7 @@ def _plain(result, constrained: bool) -> str:  # noqa: ANN001 (Result is importe
     if result.intent is None:
         return result.text
     slots = " ".join(f"{name}={value}" for name, value in result.slots.items())
-    return f"{result.text}\t{result.intent} {{{slots}}}"
+    return f"{result.text}   {result.intent} {{{slots}}}"
 
 
 def evaluate(

@@ -35,6 +35,7 @@ from seqx.decode.ctc_gap import ctc_gaps_from
 from seqx.decode.search import Hypothesis, decode_batch
 from seqx.errors import AudioError
 from seqx.featurize.audio import load_audio
+from seqx.grammar.errors import GrammarError
 from seqx.grammar.model import Grammar, Output
 from seqx.grammar.tokens import TokenAutomaton
 from seqx.recipe import DecodeSettings
@@ -139,7 +140,13 @@ class Constraint:
         """`settings.grammar` resolved against the bundle and compiled once (a GrammarError names
         a word the tokenizer cannot spell)."""
         grammar = bundle.decode_grammar(settings.grammar)
-        return cls(grammar, bundle.automaton(grammar) if grammar is not None else None)
+        if grammar is None:
+            return cls()
+        try:
+            return cls(grammar, bundle.automaton(grammar))
+        except GrammarError as err:
+            where = "the model's grammar" if settings.grammar == "recipe" else settings.grammar
+            raise GrammarError(f"{where}: {err}") from None
 
 
 def heard_speech(wave: torch.Tensor, sample_rate: int, threshold: float) -> bool:
