@@ -142,7 +142,8 @@ def test_listen_decodes_each_command_and_runs_its_action_only_with_run(
     base = ["--model", str(bundle.folder), "--recipe", str(recipe), "--input", str(path)]
     plain = _cli(*base)
     assert plain.returncode == 0, plain.stderr
-    assert plain.stdout.splitlines() == alone  # each command as the model hears it alone
+    # each command as the model hears it alone (then, tab-separated, its intent and slots)
+    assert [line.split("\t")[0] for line in plain.stdout.splitlines()] == alone
     assert not record.exists()  # no --run: nothing is executed
 
     ran = _cli(*base, "--run", "--json")

@@ -52,7 +52,8 @@ class Negative:
 
 
 def oog_sentences(grammar: Grammar, n: int, rng: np.random.Generator) -> list[tuple[str, str]]:
-    """n distinct (strategy, sentence) pairs of grammar words that the grammar does not accept."""
+    """Up to n distinct (strategy, sentence) pairs of grammar words that the grammar does not
+    accept (a grammar of a few short commands has fewer than n: all that were found)."""
     vocab = grammar.vocabulary()
     found: dict[str, str] = {}
     for _ in range(200 * n):
@@ -72,8 +73,6 @@ def oog_sentences(grammar: Grammar, n: int, rng: np.random.Generator) -> list[tu
         sentence = " ".join(words)
         if sentence not in found and not grammar.accepts(sentence):
             found[sentence] = kind
-    if len(found) < n:
-        raise SeqxError(f"{grammar.name}: found only {len(found)} out-of-grammar sentences of its words (asked {n})")
     return [(kind, sentence) for sentence, kind in found.items()]
 
 
