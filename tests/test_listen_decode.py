@@ -150,7 +150,9 @@ def test_listen_decodes_each_command_and_runs_its_action_only_with_run(
     assert ran.returncode == 0, ran.stderr
     events = [json.loads(line) for line in ran.stdout.splitlines()]
     assert [e["text"] for e in events] == alone
-    assert all(e["intent"] is None and e["latency_ms"] > 0 and e["end"] > e["start"] for e in events)
+    assert all(e["latency_ms"] > 0 and e["end"] > e["start"] for e in events)
+    # the bundle's grammar (each template of the recipe its own intent) gives every command its intent
+    assert [e["intent"] for e in events] == [bundle.grammar.parse(text).intent for text in alone]
     assert ran.stderr.count("run: ") == 2
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and (not record.exists() or len(record.read_text().splitlines()) < 2):

@@ -155,14 +155,18 @@ def heard_speech(wave: torch.Tensor, sample_rate: int, threshold: float) -> bool
     vad = _silero()
     if threshold <= 0 or vad is None:
         return True
-    from seqx.listen.vad import SAMPLE_RATE, speech_probs
+    from seqx.listen.vad import SAMPLE_RATE, Windower
 
     audio = wave.float().numpy()
     if sample_rate != SAMPLE_RATE:
         import soxr
 
         audio = soxr.resample(audio, sample_rate, SAMPLE_RATE)
-    return bool(audio.size) and float(speech_probs(audio, vad).max()) >= threshold
+    vad.reset()
+    windower = Windower()
+    # the first window that reaches the threshold settles it: a command costs the windows up to
+    # its first syllable, only audio without speech is read to the end
+    return any(vad.prob(window) >= threshold for window in [*windower.feed(audio), *windower.flush()])
 
 
 _VAD: list = []  # the Silero session, loaded once per process ([None] when it cannot be)
