@@ -182,3 +182,14 @@ def test_choose_margin_separates() -> None:
     margin, fr, fa = choose_margin([0.01, 0.02, 0.05, None], [0.5, 0.9, None, 0.04])
     assert 0.05 < margin < 0.5 and fr == 0.25 and fa == 0.25
     assert choose_margin([], [0.3])[0] > 0
+
+
+def test_actions_match_a_slot_whose_output_is_a_number() -> None:
+    """`seqx listen` actions see the parse's outputs: `twelve` arrives as 12, `when:` says "12"."""
+    from seqx.listen.actions import match_action, render_argv
+    from seqx.recipe import ActionSettings
+
+    actions = [ActionSettings(intent="set_timer", when={"number": "12"}, run=["timer", "{number}"])]
+    found = match_action(actions, "set a timer for twelve minutes", "set_timer", {"number": 12})
+    assert found is not None and render_argv(found, "", {"number": 12}) == ["timer", "12"]
+    assert match_action(actions, "set a timer for two minutes", "set_timer", {"number": 2}) is None

@@ -38,12 +38,12 @@ from seqx.train.loop import LAST, LOG, Trainer, TrainReport
 __all__ = ["run_train_stage", "TrainReport", "pick_device", "run_key"]
 
 
-def _choose_reject_margin(recipe: Recipe, grammar: Grammar, reporter: Reporter) -> None:
+def _choose_reject_margin(recipe: Recipe, grammar: Grammar, reporter: Reporter, device: torch.device) -> None:
     """decode.reject_margin `auto`: chosen on the valid split (commands vs out-of-grammar speech
     and noise) with the bundle just written, and stored in it."""
     from seqx.decode.reject import calibrate
 
-    bundle = load_bundle(recipe.bundle_dir, device="cpu")
+    bundle = load_bundle(recipe.bundle_dir, device=device)
     found = calibrate(recipe, bundle, grammar, reporter)
     update_config(recipe.bundle_dir, decode=bundle.decode.model_copy(update={"reject_margin": found.margin}),
                   reject=found.to_json())
@@ -145,7 +145,7 @@ def _train(recipe: Recipe, device: torch.device, dist: DistInfo, reporter: Repor
                                          "valid_wer": report.bundle_valid_wer},
                                "grammar": grammar.to_dict() if grammar is not None else None})
             if grammar is not None and recipe.decode.reject_margin == "auto" and recipe.decode.grammar != "none":
-                _choose_reject_margin(recipe, grammar, reporter)
+                _choose_reject_margin(recipe, grammar, reporter, device)
             reporter.info(f"train: bundle written to {recipe.bundle_dir} (averaged {', '.join(report.averaged)})")
     finally:
         trainer.close()
