@@ -170,16 +170,18 @@ def evaluate(
         out.print_json(json.dumps({mode: r.to_json() for mode, r in reports.items()}))
         return
     search = "greedy" if settings.beam == 1 else f"beam {settings.beam}, ctc {settings.ctc_weight:g}"
-    table = Table(title=f"{loaded.name} / {split} ({search})")
-    columns = ("decoding", "utts", "WER %", "sentence acc %", "command acc %", "false rej %", "FA oog %",
-               "FA noise %", "RTF")
+    grammars = [r.grammar for r in reports.values() if r.grammar]
+    title = f"{loaded.name} / {split} ({search}{', grammar ' + grammars[0] if grammars else ''})"
+    table = Table(title=title, caption="acc: sentence / command (intent + slots); FR: commands not understood; "
+                                       "FA: negatives understood (out-of-grammar speech, noise)")
+    columns = ("decoding", "utts", "WER %", "acc %", "cmd acc %", "FR %", "FA oog %", "FA noise %", "RTF")
     for column in columns:
-        table.add_column(column, justify="left" if column == "decoding" else "right")
+        first = column == "decoding"
+        table.add_column(column, justify="left" if first else "right", no_wrap=first, min_width=11 if first else None)
     pct = lambda x: "-" if x is None else f"{100 * x:.1f}"  # noqa: E731
     for mode, r in reports.items():
-        name = mode if mode == "free" else f"{mode} ({r.grammar})"
         c, n = r.commands, r.negatives
-        table.add_row(name, str(r.overall.utterances), f"{100 * r.overall.wer:.2f}", pct(r.overall.sentence_accuracy),
+        table.add_row(mode, str(r.overall.utterances), f"{100 * r.overall.wer:.2f}", pct(r.overall.sentence_accuracy),
                       pct(c and c.acceptance), pct(c and c.false_rejects), pct(n and n.oog_false_accepts),
                       pct(n and n.noise_false_accepts), f"{r.rtf:.4f}")
     out.print(table)
