@@ -183,7 +183,7 @@ def evaluate(
         c, n = r.commands, r.negatives
         table.add_row(mode, str(r.overall.utterances), f"{100 * r.overall.wer:.2f}", pct(r.overall.sentence_accuracy),
                       pct(c and c.acceptance), pct(c and c.false_rejects), pct(n and n.oog_false_accepts),
-                      pct(n and n.noise_false_accepts), f"{r.rtf:.4f}")
+                      pct(n and n.noise_false_accepts), f"{r.rtf:.3f}")
     out.print(table)
     first = next(iter(reports.values()))
     subsets = Table(title="subsets: sentence accuracy %")
