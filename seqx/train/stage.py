@@ -22,7 +22,7 @@ from seqx.device import resolve_device
 from seqx.errors import SeqxError
 from seqx.featurize.cmvn import Cmvn
 from seqx.featurize.stage import run_featurize_stage
-from seqx.grammar.load import load_grammar
+from seqx.grammar.load import grammar_from_file, load_grammar
 from seqx.grammar.model import Grammar
 from seqx.featurize.store import FeatureStore
 from seqx.model.transformer import ModelDimensions, count_parameters
@@ -144,8 +144,10 @@ def _train(recipe: Recipe, device: torch.device, dist: DistInfo, reporter: Repor
                         extra={"train": {"steps": state.step, "epochs": state.epoch, "averaged": report.averaged,
                                          "valid_wer": report.bundle_valid_wer},
                                "grammar": grammar.to_dict() if grammar is not None else None})
-            if grammar is not None and recipe.decode.reject_margin == "auto" and recipe.decode.grammar != "none":
-                _choose_reject_margin(recipe, grammar, reporter, device)
+            choice = recipe.decode.grammar  # what decoding will be constrained to: the margin is chosen for it
+            constrain = grammar if choice == "recipe" else None if choice == "none" else grammar_from_file(choice)
+            if constrain is not None and recipe.decode.reject_margin == "auto" and recipe.data.source == "synth":
+                _choose_reject_margin(recipe, constrain, reporter, device)
             reporter.info(f"train: bundle written to {recipe.bundle_dir} (averaged {', '.join(report.averaged)})")
     finally:
         trainer.close()
