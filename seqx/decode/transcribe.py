@@ -152,8 +152,8 @@ class Constraint:
 def heard_speech(wave: torch.Tensor, sample_rate: int, threshold: float) -> bool:
     """The no-speech gate: whether some 32 ms window of the file reaches `threshold` of Silero
     VAD speech probability. True (no gate) when the threshold is 0 or the model is not installed."""
-    vad = _silero()
-    if threshold <= 0 or vad is None:
+    vad = _silero() if threshold > 0 else None
+    if vad is None:
         return True
     from seqx.listen.vad import SAMPLE_RATE, Windower
 
