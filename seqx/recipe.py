@@ -327,8 +327,25 @@ class DecodeSettings(_Section):
     max_ctc_gap: float = Field(0.5, ge=0.0, le=100.0)
     # audio whose loudest 100 ms stays below this level is silence: no speech, the model is not asked
     silence_dbfs: float = Field(-60.0, ge=-120.0, le=0.0)
+    # the grammar decoding is restricted to: `recipe` (the one the bundle was trained from, none
+    # when it had none), `none` (free decoding), or a grammar file (.yaml/.jsgf/.gram/.txt)
+    grammar: str = "recipe"
+    # with a grammar: a result whose CTC gap is above this is rejected ("not understood"; it
+    # replaces max_ctc_gap, which applies to free decoding). `auto`: chosen on the valid split
+    # (its commands and out-of-grammar sentences) when training ends, stored in the bundle
+    reject_margin: Annotated[float, Field(ge=0.0, le=100.0)] | Literal["auto"] = "auto"
+    # no-speech gate: a file in which no 32 ms window reaches this Silero VAD speech probability
+    # is not understood, whatever the model would say (loud noise); 0 = off
+    vad_threshold: float = Field(0.5, ge=0.0, lt=1.0)
     # auto = bf16 on a GPU and on CPUs with native bf16 (AVX512-BF16, AMX), fp32 elsewhere
     precision: Precision = "auto"
+
+    def margin(self, constrained: bool) -> float:
+        """The CTC-gap threshold that applies: reject_margin with a grammar (when it is a number),
+        max_ctc_gap otherwise. 0 = no gap check."""
+        if constrained and self.reject_margin != "auto":
+            return float(self.reject_margin)
+        return self.max_ctc_gap
 
     @property
     def greedy(self) -> bool:

@@ -142,14 +142,17 @@ def test_listen_decodes_each_command_and_runs_its_action_only_with_run(
     base = ["--model", str(bundle.folder), "--recipe", str(recipe), "--input", str(path)]
     plain = _cli(*base)
     assert plain.returncode == 0, plain.stderr
-    assert plain.stdout.splitlines() == alone  # each command as the model hears it alone
+    # each command as the model hears it alone (then, tab-separated, its intent and slots)
+    assert [line.split("\t")[0] for line in plain.stdout.splitlines()] == alone
     assert not record.exists()  # no --run: nothing is executed
 
     ran = _cli(*base, "--run", "--json")
     assert ran.returncode == 0, ran.stderr
     events = [json.loads(line) for line in ran.stdout.splitlines()]
     assert [e["text"] for e in events] == alone
-    assert all(e["intent"] is None and e["latency_ms"] > 0 and e["end"] > e["start"] for e in events)
+    assert all(e["latency_ms"] > 0 and e["end"] > e["start"] for e in events)
+    # the bundle's grammar (each template of the recipe its own intent) gives every command its intent
+    assert [e["intent"] for e in events] == [bundle.grammar.parse(text).intent for text in alone]
     assert ran.stderr.count("run: ") == 2
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and (not record.exists() or len(record.read_text().splitlines()) < 2):

@@ -42,6 +42,15 @@ GapOpt = Annotated[
         "no speech; 0 = off (default: the bundle's, 0.5).",
     ),
 ]
+GrammarOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--grammar",
+        "-g",
+        help="Restrict decoding to a grammar file (.yaml/.jsgf/.gram/.txt), `recipe` (the model's training "
+        "grammar) or `none` (free decoding); default: the bundle's decode.grammar.",
+    ),
+]
 PrecisionOpt = Annotated[
     Optional[str],
     typer.Option(
@@ -92,9 +101,11 @@ def transcribe(
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = None,
     max_ctc_gap: GapOpt = None,
+    grammar: GrammarOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Transcribe audio files (wav/flac/ogg/mp3, any rate and channel count): one line per file."""
+    """Transcribe audio files (wav/flac/ogg/mp3, any rate and channel count): one line per file,
+    the text and, with a grammar, `intent {slot=value ...}` or `not understood`."""
     from seqx.runtime.model import is_exported
 
     _check_precision(precision)
@@ -107,6 +118,8 @@ def transcribe(
         from seqx.runtime import load_exported, settings_for
         from seqx.runtime import transcribe_files as run_exported
 
+        if grammar is not None:
+            raise SeqxError(f"{model}: --grammar is not available for an exported model yet; it uses its own grammar")
         exported = load_exported(model)
         results = run_exported(exported, paths, settings_for(exported, **options))
         if json_out:
@@ -114,27 +127,42 @@ def transcribe(
                 if result.error:
                     print_error(f"{result.path}: {result.error}")
     else:
-        from seqx.decode.transcribe import transcribe_files
+        from seqx.decode.transcribe import Constraint, transcribe_files
 
         bundle = _bundle(model, device)
-        settings = bundle.decode.merged(**options, precision=precision)
+        settings = bundle.decode.merged(**options, precision=precision, grammar=grammar)
+        constraint = Constraint.of(bundle, settings)  # a bad grammar or an unspellable word: one line, exit 2
         with RichReporter() as reporter:
             # text mode prints each unreadable file's error in its place below; JSON mode keeps the warning on stderr
-            results = transcribe_files(bundle, paths, settings, reporter=reporter, warn_unreadable=json_out)
+            results = transcribe_files(
+                bundle, paths, settings, reporter=reporter, warn_unreadable=json_out, constraint=constraint
+            )
     if json_out:
         out.print_json(json.dumps([r.to_json() for r in results]))
     else:
         for result in results:
             if result.error:
                 print_error(f"{result.path}: {result.error}")
-            elif len(paths) == 1 and (nbest or 1) == 1:
-                out.print(result.text, highlight=False)
+                continue
+            line = _plain(result, constraint.grammar is not None)
+            if len(paths) == 1 and (nbest or 1) == 1:
+                out.print(line, highlight=False)
             else:
-                out.print(f"{result.path}\t{result.text}", highlight=False)
+                out.print(f"{result.path}\t{line}", highlight=False)
                 for alt in result.nbest[1:]:
                     out.print(f"  {alt['score']:.3f}\t{alt['text']}", highlight=False)
     if any(r.error for r in results):
         raise typer.Exit(1)
+
+
+def _plain(result, constrained: bool) -> str:  # noqa: ANN001 (Result is imported late)
+    """One result as text: the words and `intent {slot=value ...}`, or `not understood`."""
+    if not result.understood:
+        return "not understood" + (f" ({result.reason})" if result.reason else "")
+    if result.intent is None:
+        return result.text
+    slots = " ".join(f"{name}={value}" for name, value in result.slots.items())
+    return f"{result.text}   {result.intent} {{{slots}}}"
 
 
 def evaluate(
@@ -145,42 +173,60 @@ def evaluate(
     greedy: GreedyOpt = False,
     ctc_weight: CtcOpt = None,
     limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="Score only the first N utterances.")] = None,
-    tag: Annotated[str, typer.Option("--tag", help="Suffix for the files under exp/NAME/eval/.")] = "",
+    oog: Annotated[int, typer.Option("--oog", min=3, help="Out-of-grammar sentences in the negative set.")] = 120,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = None,
     max_ctc_gap: GapOpt = None,
+    grammar: GrammarOpt = None,
     overrides: SetOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """WER, CER, sentence accuracy and real-time factor on a split (test by default)."""
-    from seqx.decode.evaluate import evaluate as run_evaluate
+    """WER, sentence accuracy, command acceptance, false rejects and false accepts (out-of-grammar
+    speech and noise), free and grammar-constrained, with their real-time factors."""
+    from seqx.decode.evaluate import compare
 
     _check_precision(precision)
     loaded = load_for_this_machine(recipe, overrides, device)
     bundle = _bundle(model, device, recipe, overrides)
     settings = bundle.decode.merged(
-        beam=beam, greedy=greedy, ctc_weight=ctc_weight, precision=precision, max_ctc_gap=max_ctc_gap
+        beam=beam, greedy=greedy, ctc_weight=ctc_weight, precision=precision, max_ctc_gap=max_ctc_gap, grammar=grammar
     )
     with RichReporter() as reporter:
-        report = run_evaluate(loaded, bundle, settings, split=split, reporter=reporter, limit=limit, tag=tag)
+        reports = compare(loaded, bundle, settings, split=split, reporter=reporter, limit=limit, n_oog=oog)
     if json_out:
-        out.print_json(json.dumps(report.to_json()))
+        out.print_json(json.dumps({mode: r.to_json() for mode, r in reports.items()}))
         return
     search = "greedy" if settings.beam == 1 else f"beam {settings.beam}, ctc {settings.ctc_weight:g}"
-    table = Table(title=f"{loaded.name} / {split} ({search})")
-    for column in ("subset", "utterances", "WER %", "CER %", "sentence acc %"):
-        table.add_column(column, justify="left" if column == "subset" else "right")
-    for name, scores in [("all", report.overall), *report.subsets.items()]:
-        table.add_row(
-            name,
-            str(scores.utterances),
-            f"{100 * scores.wer:.2f}" if scores.ref_words else "-",  # nothing said: only accuracy means anything
-            f"{100 * scores.cer:.2f}" if scores.ref_words else "-",
-            f"{100 * scores.sentence_accuracy:.1f}",
-        )
+    grammars = [r.grammar for r in reports.values() if r.grammar]
+    title = f"{loaded.name} / {split} ({search}{', grammar ' + grammars[0] if grammars else ''})"
+    table = Table(title=title, caption="acc: sentence / command (intent + slots); FR: commands not understood; "
+                                       "FA: negatives understood (out-of-grammar speech, noise)")
+    columns = ("decoding", "utts", "WER %", "acc %", "cmd acc %", "FR %", "FA oog %", "FA noise %", "RTF")
+    for column in columns:
+        first = column == "decoding"
+        table.add_column(column, justify="left" if first else "right", no_wrap=first, min_width=11 if first else None)
+    pct = lambda x: "-" if x is None else f"{100 * x:.1f}"  # noqa: E731
+    for mode, r in reports.items():
+        c, n = r.commands, r.negatives
+        table.add_row(mode, str(r.overall.utterances), f"{100 * r.overall.wer:.2f}", pct(r.overall.sentence_accuracy),
+                      pct(c and c.acceptance), pct(c and c.false_rejects), pct(n and n.oog_false_accepts),
+                      pct(n and n.noise_false_accepts), f"{r.rtf:.3f}")
     out.print(table)
-    out.print(
-        f"real-time factor {report.rtf:.4f} ({report.audio_seconds:.0f} s of audio); "
-        f"failed files {report.failed}; details {report.details_path}",
-        highlight=False,
-    )
+    first = next(iter(reports.values()))
+    subsets = Table(title="subsets: sentence accuracy %")
+    subsets.add_column("subset")
+    for mode in reports:
+        subsets.add_column(mode, justify="right")
+    for name in first.subsets:
+        subsets.add_row(f"{name} ({first.subsets[name].utterances})",
+                        *(pct(r.subsets[name].sentence_accuracy) for r in reports.values()))
+    out.print(subsets)
+    if first.negatives:
+        kinds = Table(title="false accepts % by negative kind")
+        kinds.add_column("kind")
+        for mode in reports:
+            kinds.add_column(mode, justify="right")
+        for kind in first.negatives.by_kind:
+            kinds.add_row(kind, *(pct(r.negatives.by_kind[kind]) for r in reports.values() if r.negatives))
+        out.print(kinds)
+    out.print(f"details {', '.join(r.details_path for r in reports.values())}", highlight=False)

@@ -47,8 +47,8 @@ def listen(
         Optional[Path], typer.Option("--recipe", help="Recipe with listen: and actions: settings.")
     ] = None,
     grammar: Annotated[
-        Optional[Path],
-        typer.Option("--grammar", help="Constrain decoding to a command grammar (arrives with the grammar package)."),
+        Optional[str],
+        typer.Option("--grammar", help="Restrict decoding to a grammar file, `recipe` (the model's) or `none`."),
     ] = None,
     segments_only: Annotated[
         bool, typer.Option("--segments", help="Print the segments the endpointer finds; load no model, decode nothing.")
@@ -66,13 +66,11 @@ def listen(
 
     input_ = source_arg or input_
     settings = _recipe(recipe, overrides)
-    if grammar is not None:
-        raise SeqxError(f"--grammar {grammar}: grammar-constrained decoding is not available in this build yet")
     if run and not settings.actions:
         raise SeqxError("--run: the recipe has no actions: section, so there is nothing to run")
     if input_ not in ("mic", "-") and not Path(input_).is_file():
         raise SeqxError(f"{input_}: no such file (--input takes mic, - or an audio file)")
-    decode = None if segments_only else _decoder(model, settings)
+    decode = None if segments_only else _decoder(model, settings, grammar)
     vad, note = load_vad(settings.listen.vad, settings.listen.energy_margin_db)
     if note:
         console.print(f"[yellow]warning:[/] {note}", highlight=False)
@@ -96,8 +94,9 @@ def listen(
         raise typer.Exit(1) from None
 
 
-def _decoder(model: Path | None, recipe: Recipe):  # noqa: ANN202 (lazy torch import)
-    """Load the bundle once; each segment's waveform is decoded with the bundle's settings."""
+def _decoder(model: Path | None, recipe: Recipe, grammar: str | None = None):  # noqa: ANN202 (lazy torch import)
+    """Load the bundle and compile its grammar once; each segment's waveform is decoded with
+    the bundle's settings (and `--grammar` when given)."""
     from seqx.runtime.model import is_exported
 
     if model is not None and is_exported(model):  # an ONNX export: onnxruntime + numpy, no torch
@@ -108,11 +107,12 @@ def _decoder(model: Path | None, recipe: Recipe):  # noqa: ANN202 (lazy torch im
         options = settings_for(exported)
         return lambda waves: run_exported(exported, [np.asarray(w, np.float32) for w in waves], options)
     from seqx.cli.cmd_decode import _bundle
-    from seqx.decode.transcribe import transcribe_waves
+    from seqx.decode.transcribe import Constraint, transcribe_waves
 
     bundle = _bundle(model or (recipe.bundle_dir if (recipe.bundle_dir / "config.json").is_file() else None), "cpu")
-    settings = bundle.decode
-    return lambda waves: transcribe_waves(bundle, list(waves), settings)
+    settings = bundle.decode.merged(grammar=grammar)
+    constraint = Constraint.of(bundle, settings)
+    return lambda waves: transcribe_waves(bundle, list(waves), settings, constraint=constraint)
 
 
 def _print(event, json_out: bool, segments_only: bool) -> None:  # noqa: ANN001

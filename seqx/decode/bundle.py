@@ -1,6 +1,7 @@
 """The model bundle: everything decoding needs, in one folder, without the recipe.
 
-    config.json        dims, feature settings, sample rate, CMVN, tokenizer settings, decode settings
+    config.json        dims, feature settings, sample rate, CMVN, tokenizer settings, decode settings,
+                       and the training grammar (`grammar`, its YAML form) when the recipe had one
     model.safetensors  the (averaged) weights
     tokenizer.model    the sentencepiece model
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -30,6 +31,8 @@ from seqx.errors import SeqxError
 from seqx.featurize import embedding
 from seqx.featurize.cmvn import Cmvn
 from seqx.featurize.features import FeatureExtractor
+from seqx.grammar.model import Grammar
+from seqx.grammar.tokens import TokenAutomaton
 from seqx.model.transformer import ModelDimensions, Seq2SeqTransformer
 from seqx.recipe import DecodeSettings, FeatureSettings, TokenizerSettings
 from seqx.stage import atomic_write, atomic_write_text
@@ -50,11 +53,37 @@ class Bundle:
     extractor: FeatureExtractor
     decode: DecodeSettings
     folder: Path
+    grammar: Grammar | None = None  # the grammar the model was trained from
+    automata: dict[str, TokenAutomaton] = field(default_factory=dict, repr=False)  # compiled, by grammar
 
     @property
     def device(self) -> torch.device:
         """Where the model's weights are (and so where decoding runs)."""
         return next(self.model.parameters()).device
+
+    def decode_grammar(self, choice: str | None = None) -> Grammar | None:
+        """The grammar `decode.grammar` (or `choice`) names: `recipe` = the training grammar
+        (None when there was none), `none` = free decoding, else a grammar file."""
+        from seqx.grammar.load import grammar_from_file
+
+        choice = self.decode.grammar if choice is None else choice
+        if choice == "recipe":
+            return self.grammar
+        if choice == "none":
+            return None
+        return grammar_from_file(choice)
+
+    def automaton(self, grammar: Grammar) -> TokenAutomaton:
+        """The grammar over this bundle's tokenizer, on its device; compiled once per grammar.
+
+        A word the tokenizer cannot spell is a GrammarError naming it.
+        """
+        from seqx.grammar.tokens import compile_tokens
+
+        key = grammar.to_json()
+        if key not in self.automata:
+            self.automata[key] = compile_tokens(grammar, self.tokenizer).to(self.device)
+        return self.automata[key]
 
 
 def save_bundle(
@@ -194,4 +223,16 @@ def _load_bundle(folder: Path, device: str | torch.device) -> Bundle:
         extractor=FeatureExtractor(features, int(config["sample_rate"])),
         decode=DecodeSettings.model_validate(config["decode"]),
         folder=folder,
+        grammar=Grammar.from_dict(config["grammar"]) if config.get("grammar") else None,
     )
+
+
+def update_config(folder: str | Path, decode: DecodeSettings | None = None, **extra: object) -> None:
+    """Rewrite a bundle's config.json with new decode settings and/or extra entries (what
+    training's last step, choosing decode.reject_margin, adds to a bundle already written)."""
+    path = Path(folder) / CONFIG
+    config = json.loads(path.read_text())
+    if decode is not None:
+        config["decode"] = decode.model_dump()
+    config.update(extra)
+    atomic_write_text(path, json.dumps(config, indent=1))

@@ -6,6 +6,12 @@ the whole split it reports the subsets a voice-command recognizer is judged on:
 commands seen in training, commands held out of training (composition),
 utterances with nothing said, and commands whose start is cut off (both of which
 must come out empty).
+
+With a grammar it also reports what a command recognizer is judged on: command
+acceptance (the intent and every slot right), false rejects (commands that came back
+"not understood") and false accepts on the negative set (seqx/decode/negatives.py:
+out-of-grammar sentences spoken by the split's voices, and noise). `compare` runs the
+same split free and constrained in one go, so their figures and speeds sit side by side.
 """
 
 from __future__ import annotations
@@ -18,12 +24,34 @@ from pathlib import Path
 from seqx.data.manifest import CLIPPED_SUFFIX, TIGHT_SUFFIX, read_manifest
 from seqx.decode.bundle import Bundle
 from seqx.decode.metrics import Scores, UtteranceErrors, pool, utterance_errors
-from seqx.decode.transcribe import Result, resolve_precision, transcribe_files
+from seqx.decode.negatives import Negative, build_negatives
+from seqx.decode.transcribe import Constraint, Result, resolve_precision, transcribe_files
+from seqx.grammar.model import Grammar
 from seqx.errors import SeqxError
 from seqx.recipe import DecodeSettings, Recipe
 from seqx.report import Collect, Reporter
 from seqx.stage import atomic_write, atomic_write_text
 from seqx.tokenize.text import normalize_text
+
+
+@dataclass
+class CommandScores:
+    """How the commands of the split fared (utterances with a non-empty reference)."""
+
+    commands: int
+    acceptance: float  # understood with the reference's intent and every slot value
+    false_rejects: float  # came back "not understood"
+
+
+@dataclass
+class NegativeScores:
+    """What came back understood that should not have: out-of-grammar speech and noise."""
+
+    oog: int
+    oog_false_accepts: float
+    noise: int  # noise clips and the split's own nothing-said utterances
+    noise_false_accepts: float
+    by_kind: dict[str, float]  # detail (shuffled, white-0.3, 8bit ...) -> false-accept rate
 
 
 @dataclass
@@ -37,6 +65,9 @@ class EvalReport:
     summary_path: str
     details_path: str
     decode: dict[str, object]
+    grammar: str | None = None  # the grammar decoding was restricted to (its name), None = free
+    commands: CommandScores | None = None  # with a grammar to parse the references
+    negatives: NegativeScores | None = None  # with a negative set
 
     @property
     def rtf(self) -> float:
@@ -54,13 +85,26 @@ def evaluate(
     reporter: Reporter | None = None,
     limit: int | None = None,
     tag: str = "",
+    constraint: Constraint | None = None,
+    negatives: list[Negative] | None = None,
+    parser: Grammar | None = None,
 ) -> EvalReport:
-    """Transcribe every utterance of `split` and compare with its normalized transcript."""
+    """Transcribe every utterance of `split` and compare with its normalized transcript.
+
+    constraint: the grammar decoding is restricted to (default: `settings.grammar`).
+    negatives: also transcribe these and count what comes back understood.
+    parser: the grammar that parses references (and free hypotheses) for command acceptance
+    (default: the constraint's, else the bundle's).
+    """
+    constraint = constraint or Constraint.of(bundle, settings)
+    parser = parser or constraint.grammar or bundle.grammar
     manifest = recipe.data_dir / f"{split}.jsonl"
     if not manifest.is_file():
         raise SeqxError(f"{manifest}: no such manifest; run `seqx data` (or `seqx featurize`) for this recipe first")
     utts = read_manifest(manifest)[:limit] if limit else read_manifest(manifest)
-    results = transcribe_files(bundle, [u.audio for u in utts], settings, reporter=reporter or Collect())
+    paths = [u.audio for u in utts] + [n.audio for n in negatives or []]
+    every = transcribe_files(bundle, paths, settings, reporter=reporter or Collect(), constraint=constraint)
+    results, negative_results = every[: len(utts)], every[len(utts) :]
     references = [normalize_text(u.text, bundle.tokenizer.settings) for u in utts]
     errors = [utterance_errors(ref, res.text) for ref, res in zip(references, results)]
 
@@ -93,9 +137,68 @@ def evaluate(
         details_path=str(details),
         # what `auto` became on this machine: bf16 and fp32 can differ in the last decimals
         decode={**settings.model_dump(), "precision": resolve_precision(bundle.device, settings.precision)},
+        grammar=constraint.grammar.name if constraint.grammar is not None else None,
+        commands=_command_scores(references, results, parser) if parser is not None else None,
+        negatives=_negative_scores(negatives, negative_results, references, results) if negatives else None,
     )
     atomic_write_text(Path(report.summary_path), json.dumps(report.to_json(), indent=1))
     return report
+
+
+def _command_scores(references: list[str], results: list[Result], parser: Grammar) -> CommandScores:
+    accepted = rejected = n = 0
+    for ref, res in zip(references, results):
+        if not ref:
+            continue
+        n += 1
+        rejected += not res.understood
+        want = parser.parse(ref)
+        got = parser.parse(res.text) if res.understood else None  # free text is parsed the same way
+        accepted += want is not None and got is not None and (got.intent, got.slots) == (want.intent, want.slots)
+    return CommandScores(n, accepted / max(n, 1), rejected / max(n, 1))
+
+
+def _negative_scores(
+    negatives: list[Negative], found: list[Result], references: list[str], results: list[Result]
+) -> NegativeScores:
+    kinds: dict[str, list[bool]] = {}
+    for neg, res in zip(negatives, found):
+        kinds.setdefault(neg.detail, []).append(res.understood)
+    oog = [res.understood for neg, res in zip(negatives, found) if neg.kind == "oog"]
+    noise = [res.understood for neg, res in zip(negatives, found) if neg.kind == "noise"]
+    noise += [res.understood for ref, res in zip(references, results) if not ref]  # the split's nothing-said
+    return NegativeScores(len(oog), sum(oog) / max(len(oog), 1), len(noise), sum(noise) / max(len(noise), 1),
+                          {k: sum(v) / len(v) for k, v in sorted(kinds.items())})
+
+
+def compare(
+    recipe: Recipe,
+    bundle: Bundle,
+    settings: DecodeSettings,
+    split: str = "test",
+    reporter: Reporter | None = None,
+    limit: int | None = None,
+    n_oog: int = 120,
+) -> dict[str, EvalReport]:
+    """The split and its negative set decoded free and with `settings.grammar`, one after the other.
+
+    The negatives are made once under exp/NAME/eval/negatives/ (test voices for the test split).
+    Without a grammar (none in the bundle, or `decode.grammar: none`) only the free run is made.
+    """
+    reporter = reporter or Collect()
+    constraint = Constraint.of(bundle, settings)
+    parser = constraint.grammar or bundle.grammar
+    negatives = None
+    if parser is not None and recipe.data.source == "synth":
+        folder = recipe.eval_dir / ("negatives" if split == "test" else f"negatives-{split}")
+        negatives = build_negatives(recipe, parser, split, folder, n_oog=n_oog, reporter=reporter)
+    free = settings.model_copy(update={"grammar": "none"})
+    reports = {"free": evaluate(recipe, bundle, free, split, reporter, limit, tag="free", constraint=Constraint(),
+                                negatives=negatives, parser=parser)}
+    if constraint.grammar is not None:
+        reports["constrained"] = evaluate(recipe, bundle, settings, split, reporter, limit, tag="constrained",
+                                          constraint=constraint, negatives=negatives, parser=parser)
+    return reports
 
 
 def _heldout_commands(path: Path, bundle: Bundle) -> set[str]:

@@ -30,7 +30,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from seqx.decode.grammar_scorer import GrammarScorer
 from seqx.decode.scorers import CTCScorer, DecoderScorer, Scorer, n_candidates, pre_beam
+from seqx.grammar.tokens import TokenAutomaton
 from seqx.model.transformer import Seq2SeqTransformer
 from seqx.recipe import DecodeSettings
 
@@ -63,20 +65,31 @@ def decode_batch(
     settings: DecodeSettings,
     use_cache: bool = True,
     ctc_logprobs: Tensor | None = None,
+    grammar: TokenAutomaton | None = None,
 ) -> list[list[Hypothesis]]:
     """n-best lists for encoder outputs memory (B, S, D), mem_lens (B,), as `settings` say.
 
     ctc_logprobs (B, S, V): the CTC head's log-posteriors when the caller has them already
     (transcribe shares them with the CTC-gap guard); computed here when beam search needs them.
+    grammar: the token automaton the output must be a sentence of (on the model's device).
+    Greedy search with a grammar is a beam of 1 through the same loop (attention scores
+    only, no length normalization: what greedy search ranks by). A constrained search
+    returns only hypotheses that ended in a final state: a loop or a length cap cut a
+    sentence short, so it is dropped, and an utterance may get an empty n-best (no answer).
     """
     max_len = max_output_len(mem_lens, settings)
-    if settings.greedy:
+    if settings.greedy and grammar is None:
         return [[h] for h in greedy_search(model, memory, mem_lens, max_len, use_cache=use_cache)]
-    ctc_weight = settings.ctc_weight if model.dims.ctc else 0.0
-    return beam_search(
+    ctc_weight = settings.ctc_weight if model.dims.ctc and not settings.greedy else 0.0
+    scorers = [GrammarScorer(grammar)] if grammar is not None else []
+    nbests = beam_search(
         model, memory, mem_lens, beam=settings.beam, nbest=settings.nbest, ctc_weight=ctc_weight,
-        length_penalty=settings.length_penalty, max_len=max_len, use_cache=use_cache, ctc_logprobs=ctc_logprobs,
+        length_penalty=0.0 if settings.greedy else settings.length_penalty, max_len=max_len,
+        use_cache=use_cache, ctc_logprobs=ctc_logprobs, scorers=scorers,
     )  # fmt: skip
+    if grammar is not None:
+        nbests = [[h for h in hyps if not h.flagged] for hyps in nbests]
+    return nbests
 
 
 def _limits(max_len: int | Tensor, batch: int, device: torch.device) -> Tensor:

@@ -4,6 +4,21 @@ The bundle carries everything decoding needs (features, CMVN, tokenizer, model),
 so this module never looks at a recipe. Files are sorted by length before
 batching so a batch pads little; results come back in the caller's order. A file
 that cannot be read yields a `Result` with `error` set and the rest go on.
+
+With a grammar (`decode.grammar`, the bundle's training grammar by default) the search can
+only say its sentences, and each result carries the parse: `intent` and `slots`. Whatever
+the grammar, a result is "not understood" (`understood` False, empty `text`, `intent`
+None, `reason` saying why) when:
+
+- silence: the loudest 100 ms is below `decode.silence_dbfs` (the model is not asked);
+- no speech: no 32 ms window reaches `decode.vad_threshold` of Silero VAD speech probability
+  (loud noise; the model is not asked either);
+- rejected: the CTC gap of the answer (seqx/decode/ctc_gap.py: how much less likely per
+  frame than the CTC head's own best path) is above `decode.reject_margin` when a grammar
+  constrained the search, `decode.max_ctc_gap` when it did not; the constrained answer of
+  something the grammar cannot say is far from what the CTC head heard;
+- low confidence: below `decode.min_confidence` (off by default); cut off: a loop or the
+  length cap; no answer: the constrained beam ended no sentence.
 """
 
 from __future__ import annotations
@@ -20,6 +35,9 @@ from seqx.decode.ctc_gap import ctc_gaps_from
 from seqx.decode.search import Hypothesis, decode_batch
 from seqx.errors import AudioError
 from seqx.featurize.audio import load_audio
+from seqx.grammar.errors import GrammarError
+from seqx.grammar.model import Grammar, Output
+from seqx.grammar.tokens import TokenAutomaton
 from seqx.recipe import DecodeSettings
 from seqx.report import Collect, Reporter
 
@@ -40,6 +58,10 @@ class Result:
     decode_seconds: float = 0.0
     ctc_gap: float | None = None  # nats per frame the CTC head believes the text less than its best path
     error: str | None = None
+    intent: str | None = None  # the grammar's intent of `text`; None without a grammar or when not understood
+    slots: dict[str, Output] = field(default_factory=dict)  # slot name -> output value
+    understood: bool = False  # a command came out: False for silence, no speech, a rejected result
+    reason: str | None = None  # why not understood: silence, no speech, rejected, low confidence, cut off, no answer
 
     @property
     def rtf(self) -> float:
@@ -63,10 +85,14 @@ def expand_inputs(items: list[str]) -> list[str]:
 
 
 def search(
-    bundle: Bundle, feats: list[torch.Tensor], settings: DecodeSettings, use_cache: bool = True
+    bundle: Bundle,
+    feats: list[torch.Tensor],
+    settings: DecodeSettings,
+    use_cache: bool = True,
+    automaton: TokenAutomaton | None = None,
 ) -> tuple[list[list[Hypothesis]], list[float | None]]:
     """n-best hypotheses for a batch of (already normalized) feature matrices, and the CTC gap
-    of each best one (None without a CTC head or an hypothesis).
+    of each best one (None without a CTC head or an hypothesis). `automaton`: the grammar.
 
     The CTC head's log-posteriors are computed once per batch, in fp32 outside autocast,
     and shared by the search's CTC prefix scorer and the gap guard.
@@ -79,7 +105,9 @@ def search(
             memory, mem_lens = model.encode(batch, lengths)
         ctc = model.ctc_logprobs(memory.float()) if bundle.dims.ctc else None
         with autocast_for(device, settings.precision):
-            nbests = decode_batch(model, memory, mem_lens, settings, use_cache=use_cache, ctc_logprobs=ctc)
+            nbests = decode_batch(
+                model, memory, mem_lens, settings, use_cache=use_cache, ctc_logprobs=ctc, grammar=automaton
+            )
         if ctc is None:
             return nbests, [None] * len(nbests)
         gaps = ctc_gaps_from(ctc, mem_lens, [h[0].tokens if h else [] for h in nbests], bundle.dims.blank_id)
@@ -100,6 +128,74 @@ def featurize(bundle: Bundle, wave: torch.Tensor) -> torch.Tensor:
         return bundle.cmvn(bundle.extractor(wave)).float()
 
 
+@dataclass
+class Constraint:
+    """What a decode call restricts its answers to: the grammar and its compiled automaton (or none)."""
+
+    grammar: Grammar | None = None
+    automaton: TokenAutomaton | None = None
+
+    @classmethod
+    def of(cls, bundle: Bundle, settings: DecodeSettings) -> Constraint:
+        """`settings.grammar` resolved against the bundle and compiled once (a GrammarError names
+        a word the tokenizer cannot spell)."""
+        grammar = bundle.decode_grammar(settings.grammar)
+        if grammar is None:
+            return cls()
+        try:
+            return cls(grammar, bundle.automaton(grammar))
+        except GrammarError as err:
+            where = "the model's grammar" if settings.grammar == "recipe" else settings.grammar
+            raise GrammarError(f"{where}: {err}") from None
+
+
+def heard_speech(wave: torch.Tensor, sample_rate: int, threshold: float) -> bool:
+    """The no-speech gate: whether some 32 ms window of the file reaches `threshold` of Silero
+    VAD speech probability. True (no gate) when the threshold is 0 or the model is not installed."""
+    vad = _silero() if threshold > 0 else None
+    if vad is None:
+        return True
+    from seqx.listen.vad import SAMPLE_RATE, Windower
+
+    audio = wave.float().numpy()
+    if sample_rate != SAMPLE_RATE:
+        import soxr
+
+        audio = soxr.resample(audio, sample_rate, SAMPLE_RATE)
+    vad.reset()
+    windower = Windower()
+    # the first window that reaches the threshold settles it: a command costs the windows up to
+    # its first syllable, only audio without speech is read to the end
+    return any(vad.prob(window) >= threshold for window in [*windower.feed(audio), *windower.flush()])
+
+
+_VAD: list = []  # the Silero session, loaded once per process ([None] when it cannot be)
+
+
+def _silero():  # noqa: ANN202 (SileroVad | None; imported late: onnxruntime is optional)
+    if not _VAD:
+        from seqx.listen.vad import SileroVad, silero_model_path
+
+        path = silero_model_path()
+        try:
+            _VAD.append(SileroVad(path) if path is not None else None)
+        except ImportError:
+            _VAD.append(None)
+    return _VAD[0]
+
+
+def _gate(result: Result, wave: torch.Tensor, sample_rate: int, settings: DecodeSettings) -> bool:
+    """Silence and no-speech checks before the model is asked; True when the file goes on to decoding."""
+    if wave.numel() == 0 or loudness_dbfs(wave, sample_rate) < settings.silence_dbfs:
+        # digital silence is unlike anything a model trains on; don't let it guess a command
+        result.no_speech, result.reason = True, "silence"
+        return False
+    if not heard_speech(wave, sample_rate, settings.vad_threshold):
+        result.no_speech, result.reason = True, "no speech"
+        return False
+    return True
+
+
 def transcribe_files(
     bundle: Bundle,
     paths: list[str],
@@ -107,12 +203,15 @@ def transcribe_files(
     reporter: Reporter | None = None,
     use_cache: bool = True,
     warn_unreadable: bool = True,
+    constraint: Constraint | None = None,
 ) -> list[Result]:
     """Transcribe every path; unreadable files come back with `error` set, in input order.
 
     `warn_unreadable=False` is for a caller that prints each result's error itself
-    (`seqx transcribe`), so the user is not told about the same file twice.
+    (`seqx transcribe`), so the user is not told about the same file twice. `constraint`:
+    the grammar already resolved (default: `settings.grammar` resolved here).
     """
+    constraint = constraint or Constraint.of(bundle, settings)
     reporter = reporter or Collect()
     results = [Result(path=p) for p in paths]
     loaded: list[tuple[int, torch.Tensor, float]] = []  # (index, features, load+featurize seconds)
@@ -128,9 +227,7 @@ def transcribe_files(
             task.advance(1)
             continue
         results[index].duration = wave.numel() / bundle.sample_rate
-        if loudness_dbfs(wave, bundle.sample_rate) < settings.silence_dbfs:
-            # digital silence is unlike anything a model trains on; don't let it guess a command
-            results[index].no_speech = True
+        if not _gate(results[index], wave, bundle.sample_rate, settings):
             results[index].decode_seconds = time.perf_counter() - start
             task.advance(1)
             continue
@@ -139,7 +236,9 @@ def transcribe_files(
     for first in range(0, len(loaded), settings.batch_size):
         chunk = loaded[first : first + settings.batch_size]
         start = time.perf_counter()
-        nbests, gaps = search(bundle, [feats for _, feats, _ in chunk], settings, use_cache=use_cache)
+        nbests, gaps = search(
+            bundle, [feats for _, feats, _ in chunk], settings, use_cache=use_cache, automaton=constraint.automaton
+        )
         batch_seconds = time.perf_counter() - start
         batch_audio = sum(results[i].duration for i, _, _ in chunk) or 1.0
         for (index, _, prep_seconds), hyps, gap in zip(chunk, nbests, gaps, strict=True):
@@ -147,29 +246,45 @@ def transcribe_files(
             result.ctc_gap = gap
             # the batch's search time is shared in proportion to each file's audio length
             result.decode_seconds = prep_seconds + batch_seconds * result.duration / batch_audio
-            _fill(result, hyps, bundle, settings)
+            _fill(result, hyps, bundle, settings, constraint.grammar)
         task.advance(len(chunk))
     task.close()
     return results
 
 
-def _fill(result: Result, hyps: list[Hypothesis], bundle: Bundle, settings: DecodeSettings) -> None:
+def _fill(
+    result: Result, hyps: list[Hypothesis], bundle: Bundle, settings: DecodeSettings, grammar: Grammar | None
+) -> None:
     texts = [bundle.tokenizer.decode(h.tokens) for h in hyps]
     result.nbest = [
         {"text": t, "score": h.score, "confidence": h.confidence, "flagged": h.flagged} for t, h in zip(texts, hyps)
     ]
     best = hyps[0] if hyps else None
     if best is None:
-        result.no_speech = True
+        result.no_speech, result.reason = True, "no answer"
         return
     result.score = float(best.score)
     result.confidence = float(best.confidence) if math.isfinite(best.confidence) else 0.0
     result.text = texts[0]
     # a looping or runaway hypothesis (flagged by the search) is never passed off as a command,
-    # nor one the CTC head finds far less likely than what it heard (a made-up command)
-    made_up = settings.max_ctc_gap > 0 and result.ctc_gap is not None and result.ctc_gap > settings.max_ctc_gap
-    if not result.text or best.flagged or made_up or result.confidence < settings.min_confidence:
-        result.text, result.no_speech = "", True
+    # nor one the CTC head finds far less likely than what it heard (a made-up command, or the
+    # grammar's nearest sentence to something it cannot say)
+    margin = settings.margin(constrained=grammar is not None)
+    made_up = margin > 0 and result.ctc_gap is not None and result.ctc_gap > margin
+    reason = (
+        "no answer" if not result.text
+        else "cut off" if best.flagged
+        else "rejected" if made_up
+        else "low confidence" if result.confidence < settings.min_confidence
+        else None
+    )  # fmt: skip
+    if reason is not None:
+        result.text, result.no_speech, result.reason = "", True, reason
+        return
+    result.understood = True
+    parse = grammar.parse(result.text) if grammar is not None else None
+    if parse is not None:
+        result.intent, result.slots = parse.intent, dict(parse.slots)
 
 
 def native_bf16(device: torch.device) -> bool:
@@ -196,13 +311,18 @@ def autocast_for(device: torch.device, precision: str) -> torch.autocast:
 
 
 def transcribe_waves(
-    bundle: Bundle, waves: list[torch.Tensor] | list, settings: DecodeSettings, names: list[str] | None = None
+    bundle: Bundle,
+    waves: list[torch.Tensor] | list,
+    settings: DecodeSettings,
+    names: list[str] | None = None,
+    constraint: Constraint | None = None,
 ) -> list[Result]:
     """Transcribe waveforms already in memory (mono float, at `bundle.sample_rate`), in order.
 
     For audio that never was a file: `seqx listen`'s segments and the pieces of a long
-    recording. Same silence check, featurizing, batching and rejection as `transcribe_files`.
+    recording. Same gates, featurizing, batching, grammar and rejection as `transcribe_files`.
     """
+    constraint = constraint or Constraint.of(bundle, settings)
     names = names or [f"<segment {i}>" for i in range(len(waves))]
     results = [Result(path=name) for name in names]
     loaded: list[tuple[int, torch.Tensor]] = []
@@ -210,17 +330,15 @@ def transcribe_waves(
     for index, wave in enumerate(waves):
         wave = torch.as_tensor(wave, dtype=torch.float32)
         results[index].duration = wave.numel() / bundle.sample_rate
-        if wave.numel() == 0 or loudness_dbfs(wave, bundle.sample_rate) < settings.silence_dbfs:
-            results[index].no_speech = True
-            continue
-        loaded.append((index, featurize(bundle, wave)))
+        if _gate(results[index], wave, bundle.sample_rate, settings):
+            loaded.append((index, featurize(bundle, wave)))
     loaded.sort(key=lambda item: item[1].shape[0])
     for first in range(0, len(loaded), settings.batch_size):
         chunk = loaded[first : first + settings.batch_size]
-        nbests, gaps = search(bundle, [feats for _, feats in chunk], settings)
+        nbests, gaps = search(bundle, [feats for _, feats in chunk], settings, automaton=constraint.automaton)
         for (index, _), hyps, gap in zip(chunk, nbests, gaps, strict=True):
             results[index].ctc_gap = gap
-            _fill(results[index], hyps, bundle, settings)
+            _fill(results[index], hyps, bundle, settings, constraint.grammar)
     seconds = time.perf_counter() - start
     audio = sum(r.duration for r in results) or 1.0
     for result in results:

@@ -158,8 +158,11 @@ def _value(raw: Any, source: str, slot: str) -> SlotValue:
         words, output = next(iter(raw.items()))
         words = str(words)
     elif isinstance(raw, str) and ":" in raw:
-        words, _, text = raw.rpartition(":")
-        output = yaml.safe_load(text) if text.strip() else ""
+        # the first ':' ends the words: "ten p m: 22:00" is the words "ten p m" with the output
+        # "22:00", kept as text (YAML would read 22:00 as the base-60 number 1320)
+        words, _, text = raw.partition(":")
+        text = text.strip()
+        output = yaml.safe_load(text) if text and ":" not in text else text
         if output is None or isinstance(output, (list, dict)):
             output = text.strip()
     else:

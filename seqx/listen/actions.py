@@ -35,12 +35,13 @@ class ActionRun:
         return {"argv": self.argv, "pid": self.pid, "started": round(self.started, 3)}
 
 
-def _norm(text: str) -> str:
-    return " ".join(text.lower().split())
+def _norm(text: object) -> str:
+    """Words compared without case or spacing; a slot's output may be a number (`12`) or a bool."""
+    return " ".join(str(text).lower().split())
 
 
 def match_action(
-    actions: Sequence[ActionSettings], text: str, intent: str | None = None, slots: dict[str, str] | None = None
+    actions: Sequence[ActionSettings], text: str, intent: str | None = None, slots: dict[str, object] | None = None
 ) -> ActionSettings | None:
     """The first action whose intent (or text) and `when` slot values all match, or None."""
     slots = slots or {}
@@ -54,7 +55,7 @@ def match_action(
     return None
 
 
-def render_argv(action: ActionSettings, text: str, slots: dict[str, str] | None = None) -> list[str]:
+def render_argv(action: ActionSettings, text: str, slots: dict[str, object] | None = None) -> list[str]:
     """The action's argv with `{slot}` and `{text}` filled in, one argument each."""
     values = {**(slots or {}), "text": text}
     try:

@@ -18,11 +18,13 @@ from contextlib import ExitStack
 import torch
 
 from seqx.data.stage import run_data_stage
-from seqx.decode.bundle import check_bundle, save_bundle
+from seqx.decode.bundle import check_bundle, load_bundle, save_bundle, update_config
 from seqx.device import resolve_device
 from seqx.errors import SeqxError
 from seqx.featurize.cmvn import Cmvn
 from seqx.featurize.stage import run_featurize_stage
+from seqx.grammar.load import grammar_from_file, load_grammar
+from seqx.grammar.model import Grammar
 from seqx.featurize.store import FeatureStore
 from seqx.lock import stage_lock
 from seqx.model.transformer import ModelDimensions, count_parameters
@@ -36,6 +38,19 @@ from seqx.train.distributed import DistInfo, barrier, cleanup, init_distributed,
 from seqx.train.loop import LOG, Trainer, TrainReport
 
 __all__ = ["run_train_stage", "TrainReport", "pick_device", "run_key"]
+
+
+def _choose_reject_margin(recipe: Recipe, grammar: Grammar, reporter: Reporter, device: torch.device) -> None:
+    """decode.reject_margin `auto`: chosen on the valid split (commands vs out-of-grammar speech
+    and noise) with the bundle just written, and stored in it."""
+    from seqx.decode.reject import calibrate
+
+    bundle = load_bundle(recipe.bundle_dir, device=device)
+    found = calibrate(recipe, bundle, grammar, reporter)
+    update_config(recipe.bundle_dir, decode=bundle.decode.model_copy(update={"reject_margin": found.margin}),
+                  reject=found.to_json())
+    reporter.info(f"train: decode.reject_margin {found.margin:.3f} (valid: false rejects {100 * found.false_rejects:.1f}%, "
+                  f"false accepts {100 * found.false_accepts:.1f}% of {found.negatives} negatives)")
 
 
 def pick_device(requested: str) -> torch.device:
@@ -140,9 +155,15 @@ def _train(recipe: Recipe, device: torch.device, dist: DistInfo, reporter: Repor
             model = trainer.averaged_model()
             report.averaged = [p.name for p in trainer.best_paths() if p.is_file()]
             report.bundle_valid_wer = trainer.validate(model).wer
+            grammar = load_grammar(recipe) if recipe.data.source == "synth" else None
             save_bundle(recipe.bundle_dir, model, recipe.features, recipe.data.sample_rate, cmvn, tokenizer, recipe.decode,
                         extra={"train": {"steps": state.step, "epochs": state.epoch, "averaged": report.averaged,
-                                         "valid_wer": report.bundle_valid_wer}})
+                                         "valid_wer": report.bundle_valid_wer},
+                               "grammar": grammar.to_dict() if grammar is not None else None})
+            choice = recipe.decode.grammar  # what decoding will be constrained to: the margin is chosen for it
+            constrain = grammar if choice == "recipe" else None if choice == "none" else grammar_from_file(choice)
+            if constrain is not None and recipe.decode.reject_margin == "auto" and recipe.data.source == "synth":
+                _choose_reject_margin(recipe, constrain, reporter, device)
             reporter.info(f"train: bundle written to {recipe.bundle_dir} (averaged {', '.join(report.averaged)})")
     finally:
         trainer.close()

@@ -1,0 +1,174 @@
+"""What a command recognizer must answer "not understood" to: out-of-grammar speech and noise.
+
+Out-of-grammar (OOG) sentences are made from the grammar's own words, so they sound like
+commands and share their pieces; each is checked with `grammar.accepts` to be outside it:
+
+- shuffled: a grammar sentence with its words in another order;
+- swapped: the start of a sentence of one template and the end of another's;
+- random: 2-6 words drawn from the vocabulary.
+
+They are spoken by the voices of one split (the test voices for `seqx evaluate`, the valid
+voices to choose `decode.reject_margin`), with the corpus's rates, pitches, levels and noise
+(seqx/data/synth.py renders them as it renders the corpus). Noise clips: white noise
+(std 0.01, 0.1, 0.3), 8-bit random samples, the corpus noise bank's kinds at the same
+levels, and silence. The set is written once under its folder and reused while the
+grammar, voices and counts stay the same.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from multiprocessing import get_context
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+from seqx.data.manifest import read_manifest
+from seqx.data.noise import NOISE_KINDS, draw_noise
+from seqx.data.synth import Plan, render
+from seqx.data.voices import all_voices, voice_name
+from seqx.errors import SeqxError
+from seqx.grammar.model import Grammar
+from seqx.recipe import Recipe
+from seqx.report import Collect, Reporter
+from seqx.stage import atomic_write_text, fingerprint, is_fresh, mark_done
+
+NOISE_LEVELS = (0.01, 0.1, 0.3)  # RMS (white: std) of the noise-only clips, full scale 1.0
+NOISE_SECONDS = 2.0
+OOG_KINDS = ("shuffled", "swapped", "random")
+MANIFEST = "negatives.jsonl"
+
+
+@dataclass(frozen=True)
+class Negative:
+    id: str
+    audio: str
+    kind: str  # "oog" or "noise"
+    detail: str  # oog: shuffled/swapped/random; noise: white-0.3, 8bit, pink-0.1, silence ...
+    said: str = ""  # the out-of-grammar sentence spoken ("" for noise)
+
+
+def oog_sentences(grammar: Grammar, n: int, rng: np.random.Generator) -> list[tuple[str, str]]:
+    """Up to n distinct (strategy, sentence) pairs of grammar words that the grammar does not
+    accept (a grammar of a few short commands has fewer than n: all that were found)."""
+    vocab = grammar.vocabulary()
+    found: dict[str, str] = {}
+    for _ in range(200 * n):
+        if len(found) >= n:
+            break
+        kind = OOG_KINDS[len(found) % len(OOG_KINDS)]  # the three strategies in turn
+        if kind == "shuffled":
+            words = grammar.sample(rng).text.split()
+            if len(words) < 2:
+                continue
+            words = [words[i] for i in rng.permutation(len(words))]
+        elif kind == "swapped":
+            a, b = grammar.sample(rng).text.split(), grammar.sample(rng).text.split()
+            words = a[: int(rng.integers(1, len(a) + 1))] + b[int(rng.integers(0, len(b))) :]
+        else:
+            words = [vocab[int(i)] for i in rng.integers(len(vocab), size=int(rng.integers(2, 7)))]
+        sentence = " ".join(words)
+        if sentence not in found and not grammar.accepts(sentence):
+            found[sentence] = kind
+    return [(kind, sentence) for sentence, kind in found.items()]
+
+
+def noise_clip(detail: str, sample_rate: int, rng: np.random.Generator, seed: int) -> np.ndarray:
+    """One noise-only clip: `white-0.3`, `8bit`, `pink-0.1` (any corpus noise kind), `silence`."""
+    n = int(NOISE_SECONDS * sample_rate)
+    if detail == "silence":
+        return np.zeros(n, dtype=np.float32)
+    if detail == "8bit":  # random bytes played as unsigned 8-bit PCM: full-scale noise
+        return ((rng.integers(0, 256, n) - 128) / 128.0).astype(np.float32)
+    kind, level = detail.rsplit("-", 1)
+    return (draw_noise(kind, n, sample_rate, rng, seed=seed) * float(level)).clip(-1, 1).astype(np.float32)
+
+
+def noise_details() -> list[str]:
+    return [f"{kind}-{level:g}" for kind in NOISE_KINDS for level in NOISE_LEVELS] + ["8bit", "silence"]
+
+
+def split_voices_of(recipe: Recipe, split: str) -> list:
+    """The synth voices that speak `split` (by the speaker names its manifest records)."""
+    manifest = recipe.data_dir / f"{split}.jsonl"
+    if not manifest.is_file():
+        raise SeqxError(f"{manifest}: no such manifest; run `seqx data {recipe.name}` first")
+    names = {u.speaker for u in read_manifest(manifest)}
+    voices = [v for v in all_voices(recipe.data.synth) if voice_name(v) in names]
+    if not voices:
+        raise SeqxError(f"{manifest}: its speakers are not voices of data.synth (a manifest corpus has no voices)")
+    return sorted(voices, key=voice_name)
+
+
+def build_negatives(
+    recipe: Recipe,
+    grammar: Grammar,
+    split: str,
+    folder: Path,
+    n_oog: int = 120,
+    noise_repeats: int = 2,
+    reporter: Reporter | None = None,
+) -> list[Negative]:
+    """The negative set for `split` in `folder` (made once; reused while its inputs are the same)."""
+    reporter = reporter or Collect()
+    voices = split_voices_of(recipe, split)
+    synth = recipe.data.synth
+    key = fingerprint("negatives-1", grammar.to_dict(), [voice_name(v) for v in voices], n_oog, noise_repeats,
+                      recipe.data.seed, recipe.data.sample_rate, synth.rate_wpm, synth.pitch, synth.amplitude,
+                      synth.snr_db, synth.lead_s, synth.trail_s)  # fmt: skip
+    if is_fresh(folder, key) and (folder / MANIFEST).is_file():
+        return read_negatives(folder / MANIFEST)
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng([recipe.data.seed, 13, len(split)])
+    jobs = []
+    for i, (kind, sentence) in enumerate(oog_sentences(grammar, n_oog, rng)):
+        voice = voices[int(rng.integers(len(voices)))]
+        plan = Plan(
+            id=f"oog-{i:04d}", split=split, text=sentence, voice=voice,
+            rate=int(rng.integers(synth.rate_wpm[0], synth.rate_wpm[1] + 1)),
+            pitch=int(rng.integers(synth.pitch[0], synth.pitch[1] + 1)),
+            amplitude=int(rng.integers(synth.amplitude[0], synth.amplitude[1] + 1)),
+            snr_db=float(rng.uniform(*synth.snr_db)) if rng.random() < synth.noise_share else None,
+            noise_kind=NOISE_KINDS[int(rng.integers(len(NOISE_KINDS)))],
+            lead_s=float(rng.uniform(*synth.lead_s)), trail_s=float(rng.uniform(*synth.trail_s)),
+            seed=(recipe.data.seed, 90_000_000 + i),
+        )  # fmt: skip
+        jobs.append((plan, recipe.data.sample_rate, str(folder / f"{plan.id}.wav"), kind))
+    task = reporter.task(f"negatives ({split})", total=len(jobs), unit="utt")
+    negatives = []
+    workers = min(len(jobs), recipe.data.workers or os.cpu_count() or 1)
+    with get_context("fork").Pool(max(workers, 1)) as pool:
+        for (plan, _, path, kind), problem in zip(jobs, pool.imap(_render, jobs, chunksize=4), strict=True):
+            if problem:
+                reporter.warn(f"{plan.id} ({voice_name(plan.voice)}): {problem}")
+            else:
+                negatives.append(Negative(plan.id, path, "oog", kind, plan.text))
+            task.advance(1)
+    task.close()
+    for detail in noise_details():
+        for r in range(noise_repeats):
+            path = folder / f"noise-{detail}-{r}.wav"
+            sf.write(path, noise_clip(detail, recipe.data.sample_rate, rng, recipe.data.seed + r), recipe.data.sample_rate,
+                     subtype="PCM_16")  # fmt: skip
+            negatives.append(Negative(path.stem, str(path), "noise", detail))
+    atomic_write_text(folder / MANIFEST, "".join(json.dumps(asdict(n)) + "\n" for n in negatives))
+    mark_done(folder, key, oog=sum(n.kind == "oog" for n in negatives), noise=sum(n.kind == "noise" for n in negatives))
+    return negatives
+
+
+def _render(job: tuple[Plan, int, str, str]) -> str | None:
+    plan, sample_rate, path, _ = job
+    try:
+        sf.write(path, render(plan, sample_rate), sample_rate, subtype="PCM_16")
+    except (OSError, RuntimeError, ValueError) as err:
+        return str(err).splitlines()[0][:200]
+    except Exception as err:  # noqa: BLE001 (a subprocess failure of the engine)
+        return f"{plan.voice.engine} failed: {str(err).splitlines()[0][:200]}"
+    return None
+
+
+def read_negatives(path: Path) -> list[Negative]:
+    return [Negative(**json.loads(line)) for line in path.read_text().splitlines() if line.strip()]

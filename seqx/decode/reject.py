@@ -1,0 +1,77 @@
+"""Choosing `decode.reject_margin` on the valid split, when training ends.
+
+With a grammar, the search always finds the grammar's nearest sentence, so a result must
+also be *believed*: its CTC gap (seqx/decode/ctc_gap.py, nats per frame between the CTC
+head's best path and the answer) is small for a command that was said and large for the
+grammar's best guess at something it cannot say. The margin is the gap that best separates
+the valid split's commands (which should pass) from out-of-grammar sentences spoken by the
+valid voices and noise (which should not): the threshold with the fewest false rejects
+plus false accepts (as rates), the middle of the best range when several tie.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from seqx.data.manifest import read_manifest
+from seqx.decode.bundle import Bundle
+from seqx.decode.negatives import build_negatives
+from seqx.decode.transcribe import Constraint, transcribe_files
+from seqx.grammar.model import Grammar
+from seqx.recipe import Recipe
+from seqx.report import Collect, Reporter
+
+FALLBACK = 0.5  # when the valid split cannot tell (no negatives reach the gap check): max_ctc_gap's default
+
+
+@dataclass
+class Calibration:
+    margin: float
+    commands: int  # valid utterances with a command
+    negatives: int  # out-of-grammar and noise items that reached the gap check or not
+    false_rejects: float  # at the margin, on valid
+    false_accepts: float
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def choose_margin(command_gaps: list[float | None], negative_gaps: list[float | None]) -> tuple[float, float, float]:
+    """(margin, false-reject rate, false-accept rate). A None gap was rejected before the check
+    (no speech, no answer): a false reject for a command, a right reject for a negative."""
+    finite = sorted({g for g in command_gaps + negative_gaps if g is not None and math.isfinite(g)})
+    if not finite or not command_gaps:
+        return FALLBACK, 0.0, 0.0
+    cuts = [finite[0] - 0.01] + [(a + b) / 2 for a, b in zip(finite, finite[1:])] + [finite[-1] + 0.01]
+
+    def rates(cut: float) -> tuple[float, float]:
+        fr = sum(g is None or g > cut for g in command_gaps) / len(command_gaps)
+        fa = sum(g is not None and g <= cut for g in negative_gaps) / max(len(negative_gaps), 1)
+        return fr, fa
+
+    errors = [sum(rates(c)) for c in cuts]
+    best = min(errors)
+    tied = [c for c, e in zip(cuts, errors) if e <= best + 1e-12]
+    margin = max(tied[len(tied) // 2], 0.0)
+    return (margin, *rates(margin))
+
+
+def calibrate(
+    recipe: Recipe, bundle: Bundle, grammar: Grammar, reporter: Reporter | None = None, n_oog: int = 80
+) -> Calibration:
+    """Decode the valid split and its negatives constrained, without a gap check, and choose the margin."""
+    reporter = reporter or Collect()
+    utts = read_manifest(recipe.data_dir / "valid.jsonl")
+    negatives = build_negatives(recipe, grammar, "valid", recipe.eval_dir / "negatives-valid", n_oog=n_oog,
+                                noise_repeats=1, reporter=reporter)  # fmt: skip
+    settings = bundle.decode.model_copy(update={"reject_margin": 0.0, "max_ctc_gap": 0.0})
+    constraint = Constraint(grammar, bundle.automaton(grammar))
+    paths = [u.audio for u in utts] + [n.audio for n in negatives]
+    results = transcribe_files(bundle, paths, settings, reporter=reporter, constraint=constraint)
+    gaps = [r.ctc_gap if r.understood else None for r in results]
+    commands = [g for u, g in zip(utts, gaps) if u.text]
+    # a valid utterance with nothing said is a negative too
+    negative = [g for u, g in zip(utts, gaps) if not u.text] + gaps[len(utts) :]
+    margin, fr, fa = choose_margin(commands, negative)
+    return Calibration(round(margin, 4), len(commands), len(negative), fr, fa)

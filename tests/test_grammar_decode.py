@@ -1,0 +1,197 @@
+"""Grammar-constrained decoding of a tiny trained model: the same answers as free decoding where
+free decoding says a command, intents and slots in every result and in `--json`, a narrower
+grammar at run time, an unspellable word as one line with exit 2, loud noise rejected, and the
+reject margin chosen on valid and stored in the bundle."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+
+from seqx.data.manifest import read_manifest
+from seqx.decode.bundle import Bundle, load_bundle
+from seqx.decode.reject import choose_margin
+from seqx.decode.transcribe import transcribe_files
+from seqx.grammar import load_grammar
+from seqx.recipe import Recipe, load_recipe
+from seqx.train.stage import run_train_stage
+
+GRAMMAR = (
+    "data.synth.grammar={intents: {open_app: ['open the {app}'], check: ['check the battery'],"
+    " scroll: ['scroll {way}'], timer: ['set a timer for {n} minutes']},"
+    " slots: {app: [terminal, browser], way: [up, down], n: ['two: 2', 'five: 5']}}"
+)
+TINY = [
+    "device_profiles={}",
+    "data.size=72",
+    GRAMMAR,
+    "data.synth.accents=[en-us]",
+    "data.synth.variants=['', m3, f2]",  # one voice per split: memorizing is the point here
+    "data.synth.valid_voices=1",
+    "data.synth.test_voices=1",
+    "data.synth.heldout_command_share=0",
+    "data.synth.empty_share=0.3",
+    "data.synth.noise_share=0",
+    "data.synth.rate_wpm=[170, 170]",
+    "features.kind=fbank",  # the decoding machinery is under test here, on the cheapest features
+    "model.frontend=conv2d",
+    "features.n_mels=40",
+    "features.specaugment=false",
+    "tokenizer.kind=char",
+    "model.d_model=48",
+    "model.heads=2",
+    "model.enc_layers=2",
+    "model.dec_layers=1",
+    "model.d_ff=96",
+    "model.dropout=0",
+    "train.epochs=50",
+    "train.lr=0.005",
+    "train.label_smoothing=0",
+    "train.warmup_steps=10",
+    "train.max_frames=600",
+    "train.workers=0",
+    "train.valid_max_utts=8",
+    "train.device=cpu",
+    "decode.max_len=40",
+    "decode.max_len_ratio=1.5",
+    "decode.beam=4",
+]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Recipe, Bundle]:
+    root = tmp_path_factory.mktemp("grammar-decode")
+    recipe = load_recipe("recipes/commands.yaml", [f"exp_dir={root}", *TINY])
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny model on a shared box: one thread is much faster
+    try:
+        run_train_stage(recipe, device="cpu")
+    finally:
+        torch.set_num_threads(threads)
+    return recipe, load_bundle(recipe.bundle_dir)
+
+
+def _utts(recipe: Recipe, split: str = "train") -> list:
+    return read_manifest(recipe.data_dir / f"{split}.jsonl")
+
+
+def test_bundle_stores_grammar_and_reject_margin(trained: tuple[Recipe, Bundle]) -> None:
+    recipe, bundle = trained
+    assert bundle.grammar is not None and bundle.grammar.to_dict() == load_grammar(recipe).to_dict()
+    assert isinstance(bundle.decode.reject_margin, float) and bundle.decode.reject_margin >= 0
+    config = json.loads((recipe.bundle_dir / "config.json").read_text())
+    assert config["decode"]["reject_margin"] == bundle.decode.reject_margin
+    assert config["reject"]["commands"] > 0 and config["reject"]["negatives"] > 0
+    assert (recipe.eval_dir / "negatives-valid" / "negatives.jsonl").is_file()
+
+
+def test_constrained_equals_free_where_free_is_a_command(trained: tuple[Recipe, Bundle]) -> None:
+    recipe, bundle = trained
+    paths = [u.audio for u in _utts(recipe) + _utts(recipe, "test") if u.text]
+    loose = {"max_ctc_gap": 0.0, "reject_margin": 0.0}  # compare the searches, not the rejection
+    for beam in (1, 4):
+        free = transcribe_files(bundle, paths, bundle.decode.model_copy(update={"beam": beam, "grammar": "none", **loose}))
+        ruled = transcribe_files(bundle, paths, bundle.decode.model_copy(update={"beam": beam, **loose}))
+        checked = 0
+        for f, r in zip(free, ruled, strict=True):
+            assert r.text == "" or bundle.grammar.accepts(r.text)
+            if f.text and bundle.grammar.accepts(f.text):
+                assert r.text == f.text
+                checked += 1
+        assert checked >= len(paths) * 0.8
+
+
+def test_results_carry_intent_and_slots(trained: tuple[Recipe, Bundle]) -> None:
+    recipe, bundle = trained
+    utts = _utts(recipe)
+    results = transcribe_files(bundle, [u.audio for u in utts], bundle.decode)
+    for utt, res in zip(utts, results, strict=True):
+        if not utt.text:
+            assert not res.understood and res.intent is None and res.text == ""
+            continue
+        want = bundle.grammar.parse(utt.text)
+        assert res.understood and res.text == utt.text
+        assert (res.intent, res.slots) == (want.intent, want.slots)
+    timer = next(r for r in results if r.intent == "timer")
+    assert timer.slots["n"] in (2, 5)  # the value's output, not its words
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "seqx", *args], capture_output=True, text=True, timeout=300,
+                          check=False)
+
+
+def test_cli_json_plain_and_a_narrower_grammar(trained: tuple[Recipe, Bundle], tmp_path: Path) -> None:
+    recipe, bundle = trained
+    utts = [u for u in _utts(recipe) if u.text]
+    timer = next(u for u in utts if u.text.startswith("set a timer"))
+    scroll = next(u for u in utts if u.text.startswith("scroll"))
+    model = ["--model", str(recipe.bundle_dir), "--device", "cpu"]
+    done = _cli("transcribe", timer.audio, *model, "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)[0]
+    assert result["text"] == timer.text and result["intent"] == "timer" and result["understood"] is True
+    assert result["slots"] == {"n": bundle.grammar.parse(timer.text).slots["n"]}
+    plain = _cli("transcribe", timer.audio, *model)
+    assert " ".join(plain.stdout.split()) == f"{timer.text} timer {{n={result['slots']['n']}}}"
+    narrow = tmp_path / "scroll.yaml"
+    narrow.write_text("intents:\n  scroll: ['scroll {way}']\nslots:\n  way: [up, down]\n")
+    both = _cli("transcribe", scroll.audio, timer.audio, *model, "--grammar", str(narrow), "--json")
+    assert both.returncode == 0, both.stderr
+    first, second = json.loads(both.stdout)
+    assert first["text"] == scroll.text and first["intent"] == "scroll"
+    assert second["text"] == "" or second["text"].startswith("scroll")  # it can only say a scroll now
+    free = _cli("transcribe", timer.audio, *model, "--grammar", "none", "--json")
+    assert json.loads(free.stdout)[0]["intent"] is None and json.loads(free.stdout)[0]["text"] == timer.text
+
+
+def test_grammar_with_a_word_the_tokenizer_cannot_spell(trained: tuple[Recipe, Bundle], tmp_path: Path) -> None:
+    recipe, _ = trained
+    utt = next(u for u in _utts(recipe) if u.text)
+    bad = tmp_path / "zoo.txt"
+    bad.write_text("open the terminal\nfeed the zebra\n")  # the char tokenizer never saw a z
+    done = _cli("transcribe", utt.audio, "--model", str(recipe.bundle_dir), "--device", "cpu", "--grammar", str(bad))
+    assert done.returncode == 2
+    flat = " ".join(done.stderr.split())  # rich wraps the one line at the terminal width
+    assert flat.count("error:") == 1 and "'zebra'" in flat and str(bad) in flat and "Traceback" not in flat, flat
+
+
+def test_loud_noise_is_not_understood(trained: tuple[Recipe, Bundle], tmp_path: Path) -> None:
+    _, bundle = trained
+    rng = np.random.default_rng(2024)
+    clips = {
+        "white-0.1": rng.standard_normal(32000) * 0.1,
+        "white-0.3": rng.standard_normal(32000) * 0.3,
+        "8bit": (rng.integers(0, 256, 32000) - 128) / 128.0,
+    }
+    paths = []
+    for name, wave in clips.items():
+        paths.append(str(tmp_path / f"{name}.wav"))
+        sf.write(paths[-1], np.clip(wave, -1, 1).astype(np.float32), 16000)
+    for settings in (bundle.decode, bundle.decode.model_copy(update={"grammar": "none"})):
+        for result in transcribe_files(bundle, paths, settings):
+            assert not result.understood and result.text == "" and result.intent is None, result
+
+
+def test_choose_margin_separates() -> None:
+    margin, fr, fa = choose_margin([0.01, 0.02, 0.05, None], [0.5, 0.9, None, 0.04])
+    assert 0.05 < margin < 0.5 and fr == 0.25 and fa == 0.25
+    assert choose_margin([], [0.3])[0] > 0
+
+
+def test_actions_match_a_slot_whose_output_is_a_number() -> None:
+    """`seqx listen` actions see the parse's outputs: `twelve` arrives as 12, `when:` says "12"."""
+    from seqx.listen.actions import match_action, render_argv
+    from seqx.recipe import ActionSettings
+
+    actions = [ActionSettings(intent="set_timer", when={"number": "12"}, run=["timer", "{number}"])]
+    found = match_action(actions, "set a timer for twelve minutes", "set_timer", {"number": 12})
+    assert found is not None and render_argv(found, "", {"number": 12}) == ["timer", "12"]
+    assert match_action(actions, "set a timer for two minutes", "set_timer", {"number": 2}) is None
