@@ -153,8 +153,8 @@ def _featurize_split(
     reporter: Reporter,
 ) -> None:
     writer = FeatureStoreWriter(recipe.feats_dir / split, recipe.features.n_feats, recipe.features.shard_mb)
-    # about what the split will take, for the line a full disk gives (float16 frames at the hop rate)
-    frames = sum(u.duration for u in utts) * 1000 / recipe.features.hop_ms
+    # about what the split will take, for the line a full disk gives (float16 frames at the frame rate)
+    frames = sum(u.duration for u in utts) * 1000 / recipe.features.frame_ms
     writer.expected_bytes = int(frames * recipe.features.n_feats * 2)
     cmvn = CmvnAccumulator(recipe.features.n_feats) if split == "train" else None
     stats = report.splits.setdefault(split, SplitStats())
