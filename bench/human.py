@@ -7,7 +7,7 @@ Usage:
 For each set a recipe is built from recipes/commands.yaml (the cpu profile's model size on a
 CPU) with the set's grammar (Debian's JSGF file itself where it ships one), a corpus is synthesized with espeak-ng and
 flite, a model is trained, and the human files are transcribed (beam + CTC, free: no grammar
-constraint; the grammar-constrained decoder arrives with the grammar package). Beside it
+constraint, and constrained by the set's grammar). Beside it
 PocketSphinx decodes the same files constrained by the set's own JSGF grammar (the file Debian
 ships; alsa has none, so the one made from the templates). The recordings are only ever
 decoded, never trained on. Everything is written under --exp-dir, nothing into the repo.
@@ -164,7 +164,7 @@ def score(refs: list[str], hyps: list[str]) -> dict[str, float]:
 
 
 def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:
-    from seqx.decode.transcribe import transcribe_files
+    from seqx.decode.transcribe import Constraint, transcribe_files
     from seqx.decode.bundle import load_bundle
     from seqx.train.stage import run_train_stage
 
@@ -189,9 +189,14 @@ def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:
     result.train_seconds = time.perf_counter() - start
     bundle = load_bundle(recipe.bundle_dir)
     systems: dict[str, list[str]] = {}
-    for label, beam in (("seqx greedy", 1), (f"seqx beam {bundle.decode.beam} + CTC {bundle.decode.ctc_weight:g}", bundle.decode.beam)):
-        settings = bundle.decode.model_copy(update={"beam": beam})
-        systems[label] = [normalize_text(r.text, recipe.tokenizer) for r in transcribe_files(bundle, paths, settings)]
+    beam_label = f"seqx beam {bundle.decode.beam} + CTC {bundle.decode.ctc_weight:g}"
+    runs = (("seqx greedy", 1, "none"), (beam_label, bundle.decode.beam, "none"),
+            (f"{beam_label} + grammar", bundle.decode.beam, "recipe"))  # fmt: skip
+    for label, beam, grammar in runs:
+        settings = bundle.decode.model_copy(update={"beam": beam, "grammar": grammar})
+        results = transcribe_files(bundle, paths, settings, constraint=Constraint.of(bundle, settings))
+        # a rejected result ("not understood") has empty text: right only for the no-speech file
+        systems[label] = [normalize_text(r.text, recipe.tokenizer) for r in results]
     if not args.skip_pocketsphinx:
         grammar = hs.load_grammar()
         jsgf = hs.jsgf_file.read_text() if hs.jsgf_file else grammar_to_jsgf(grammar)
