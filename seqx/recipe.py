@@ -322,6 +322,11 @@ class DecodeSettings(_Section):
     max_len_ratio: float = Field(0.5, gt=0.0)  # max output tokens per encoder frame (after front-end)
     max_len: int = Field(64, ge=1)  # hard cap on output tokens
     batch_size: int = Field(32, ge=1)
+    # a file longer than this is cut at VAD pauses into pieces of at most this length (hard cut with
+    # overlap where there is no pause), each decoded as its own command; commands are seconds long
+    # and the corpus never exceeds data.max_duration (20 s), so a minutes-long recording in one
+    # piece is nothing the model has seen
+    max_segment_s: float = Field(20.0, ge=2.0, le=600.0)
     min_confidence: float = Field(0.0, ge=0.0, le=1.0)  # below this a result is reported as no speech
     # a result whose CTC gap (nats per frame, seqx/decode/ctc_gap.py) is above this is no speech; 0 = off
     max_ctc_gap: float = Field(0.5, ge=0.0, le=100.0)

@@ -158,3 +158,24 @@ def test_listen_decodes_each_command_and_runs_its_action_only_with_run(
     while time.monotonic() < deadline and (not record.exists() or len(record.read_text().splitlines()) < 2):
         time.sleep(0.1)
     assert sorted(record.read_text().splitlines()) == [f"first {alone[0]}", "third"]
+
+
+def test_long_file_is_cut_at_pauses_and_never_costs_the_batch(
+    trained: tuple[Recipe, Bundle], stream: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    """A recording longer than decode.max_segment_s is decoded in pieces cut at its pauses; the
+    files beside it in the same call are transcribed as if alone, and a corrupt one is named."""
+    recipe, bundle = trained
+    long_path, alone = stream
+    bad = tmp_path / "corrupt.wav"
+    bad.write_bytes(b"RIFF\x00\x00\x00\x00WAVEnot really")
+    settings = bundle.decode.model_copy(update={"max_segment_s": 3.0})  # the stream is ~8 s: >= 3 pieces
+    first_file = [u.audio for u in read_manifest(recipe.data_dir / "train.jsonl") if u.text][0]
+    results = transcribe_files(bundle, [str(long_path), str(bad), first_file], settings, warn_unreadable=False)
+    long, corrupt, single = results
+    assert long.segments is not None and len(long.segments) >= 3
+    assert all(s["end"] - s["start"] <= 3.0 + 1e-6 for s in long.segments)
+    heard = [s["text"] for s in long.segments if s["understood"]]
+    assert long.text == " ".join(heard) and set(alone) <= set(heard)  # every command, each in a piece of its own
+    assert corrupt.error and not corrupt.text
+    assert single.segments is None and single.text == transcribe_files(bundle, [first_file], settings)[0].text

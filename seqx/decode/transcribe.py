@@ -62,6 +62,8 @@ class Result:
     slots: dict[str, Output] = field(default_factory=dict)  # slot name -> output value
     understood: bool = False  # a command came out: False for silence, no speech, a rejected result
     reason: str | None = None  # why not understood: silence, no speech, rejected, low confidence, cut off, no answer
+    # a file longer than decode.max_segment_s: its pieces (start, end, text, intent, slots, understood)
+    segments: list[dict[str, object]] | None = None
 
     @property
     def rtf(self) -> float:
@@ -227,6 +229,10 @@ def transcribe_files(
             task.advance(1)
             continue
         results[index].duration = wave.numel() / bundle.sample_rate
+        if results[index].duration > settings.max_segment_s:
+            _transcribe_long(results[index], wave, bundle, settings, constraint, start)
+            task.advance(1)
+            continue
         if not _gate(results[index], wave, bundle.sample_rate, settings):
             results[index].decode_seconds = time.perf_counter() - start
             task.advance(1)
@@ -250,6 +256,32 @@ def transcribe_files(
         task.advance(len(chunk))
     task.close()
     return results
+
+
+def _transcribe_long(
+    result: Result, wave: torch.Tensor, bundle: Bundle, settings: DecodeSettings, constraint: Constraint, start: float
+) -> None:
+    """A recording longer than `decode.max_segment_s`: cut at pauses (seqx/listen/segment.py),
+    each piece decoded like a file of its own, the understood pieces' texts joined."""
+    from seqx.listen.segment import join_texts, split_long
+    from seqx.listen.vad import load_vad
+
+    vad, _ = load_vad("silero")
+    pieces = split_long(wave.numpy(), vad, settings.max_segment_s, sample_rate=bundle.sample_rate)
+    parts = transcribe_waves(bundle, [torch.from_numpy(p.wave) for p in pieces], settings, constraint=constraint)
+    result.segments = [
+        {"start": round(p.start, 3), "end": round(p.end, 3), "text": r.text, "intent": r.intent, "slots": r.slots,
+         "understood": r.understood}
+        for p, r in zip(pieces, parts, strict=True)
+    ]  # fmt: skip
+    heard = [(p, r) for p, r in zip(pieces, parts, strict=True) if r.understood]
+    result.text = join_texts([r.text for _, r in heard], [p.hard_cut for p, _ in heard])
+    result.understood = bool(heard)
+    result.no_speech, result.reason = not heard, None if heard else "no speech"
+    if len(heard) == 1:  # one command in a long recording: its parse is the file's
+        result.intent, result.slots = heard[0][1].intent, heard[0][1].slots
+    result.confidence = min((r.confidence for _, r in heard), default=0.0)
+    result.decode_seconds = time.perf_counter() - start
 
 
 def _fill(
