@@ -151,6 +151,11 @@ class AugmentSettings(_Section):
     clip: ClipAugment = Field(default_factory=ClipAugment)
     quantize: QuantizeAugment = Field(default_factory=QuantizeAugment)
 
+    @property
+    def any_on(self) -> bool:
+        """True when some augmentation applies to some utterances (its share is above 0)."""
+        return any(isinstance(v, _Augmentation) and v.share > 0 for _, v in self)
+
 
 class SynthSettings(_Section):
     """A voice-command corpus made on the spot from a command grammar."""

@@ -145,27 +145,38 @@ def warp(speech: np.ndarray, alpha: float, sample_rate: int, boundary_hz: float 
     """Vocal-tract-length perturbation (Jaitly & Hinton 2013): the spectrum's frequency axis scaled by alpha.
 
     Piecewise linear as theirs, so that the band edge stays where it is: below a knee f -> alpha f,
-    above it a line to Nyquist. Done on the STFT (magnitude moved, phase of the nearest source bin)
-    and resynthesized, so every front-end sees it, at the cost of mild phase artefacts.
+    above it a line to Nyquist. Done on the STFT and resynthesized, so every front-end sees it:
+    magnitudes move to their warped bins and, as in a phase vocoder, each bin's phase advances at
+    the warped instantaneous frequency of its source (harmonics move with the formants).
     """
+    n_fft, hop = 512, 128
     nyquist = sample_rate / 2
     boundary_hz = min(boundary_hz, 0.6 * nyquist)
     knee = boundary_hz * min(alpha, 1.0) / alpha
-    _, _, spec = signal.stft(speech, sample_rate, nperseg=512, noverlap=384)
-    freqs = np.linspace(0, nyquist, spec.shape[0])
-    warped = np.where(
-        freqs <= knee,
-        freqs * alpha,
-        nyquist - (nyquist - boundary_hz * min(alpha, 1.0)) / (nyquist - knee) * (nyquist - freqs),
-    )
-    source = np.interp(freqs, warped, freqs)  # for each output bin, the frequency it comes from
-    position = source / nyquist * (spec.shape[0] - 1)
-    low = np.clip(np.floor(position).astype(int), 0, spec.shape[0] - 2)
+
+    def warped(f: np.ndarray) -> np.ndarray:
+        return np.where(
+            f <= knee, f * alpha, nyquist - (nyquist - boundary_hz * min(alpha, 1.0)) / (nyquist - knee) * (nyquist - f)
+        )
+
+    _, _, spec = signal.stft(speech, sample_rate, nperseg=n_fft, noverlap=n_fft - hop)
+    bins = spec.shape[0]
+    freqs = np.linspace(0, nyquist, bins)
+    source = np.interp(freqs, warped(freqs), freqs)  # for each output bin, the frequency it comes from
+    position = source / nyquist * (bins - 1)
+    low = np.clip(np.floor(position).astype(int), 0, bins - 2)
     frac = (position - low)[:, None]
     magnitude = (1 - frac) * np.abs(spec[low]) + frac * np.abs(spec[low + 1])
-    phase = np.angle(spec[np.clip(np.rint(position).astype(int), 0, spec.shape[0] - 1)])
-    _, out = signal.istft(magnitude * np.exp(1j * phase), sample_rate, nperseg=512, noverlap=384)
-    return out[: speech.size].astype(np.float32)
+    # instantaneous frequency of each source bin (Hz), from its phase advance between frames
+    expected = 2 * np.pi * np.arange(bins)[:, None] * hop / n_fft
+    advance = np.diff(np.angle(spec), axis=1, prepend=np.angle(spec[:, :1])) - expected
+    advance = (advance + np.pi) % (2 * np.pi) - np.pi
+    inst_hz = (np.arange(bins)[:, None] + advance * n_fft / (2 * np.pi * hop)) * sample_rate / n_fft
+    nearest = np.clip(np.rint(position).astype(int), 0, bins - 1)
+    out_hz = warped(np.clip(inst_hz[nearest], 0, nyquist))
+    phase = np.angle(spec[nearest][:, :1]) + np.cumsum(2 * np.pi * out_hz * hop / sample_rate, axis=1)
+    _, out = signal.istft(magnitude * np.exp(1j * phase), sample_rate, nperseg=n_fft, noverlap=n_fft - hop)
+    return _fit(out, speech.size)
 
 
 # ------------------------------------------------------------------------------ the room

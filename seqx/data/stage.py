@@ -12,7 +12,7 @@ from seqx.data.importers import check_rows, read_rows
 from seqx.data.manifest import Utterance, read_manifest, write_manifest
 from seqx.data.synth import SPLITS, synthesize
 from seqx.errors import SeqxError
-from seqx.recipe import AugmentSettings, Recipe
+from seqx.recipe import Recipe
 from seqx.report import Collect, Reporter
 from seqx.stage import atomic_write_text, file_signature, fingerprint, is_fresh, mark_done
 
@@ -44,7 +44,7 @@ def _key(recipe: Recipe) -> str:
     elif recipe.data.synth.grammar is not None and recipe.data.synth.grammar.file:
         inputs = [input_signature(Path(recipe.data.synth.grammar.file))]  # a grammar file: its contents count
     settings = recipe.data.model_dump(mode="json", exclude={"workers"})
-    if recipe.data.synth.augment == AugmentSettings():
+    if not recipe.data.synth.augment.any_on:
         del settings["synth"]["augment"]  # all off: a corpus made before augmentation existed is still fresh
     return fingerprint(STAGE_VERSION, settings, inputs)
 

@@ -266,7 +266,7 @@ def with_augmentation(plans: list[Plan], settings: DataSettings) -> list[Plan]:
     Plans are otherwise untouched, so the corpus with augmentation off is the one without.
     """
     settings_ = settings.synth.augment
-    if not any(getattr(settings_, name).share > 0 for name in augment.NAMES):
+    if not settings_.any_on:
         return plans
     talkers: tuple[augment.Talker, ...] = ()
     if settings_.babble.share > 0:
