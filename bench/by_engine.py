@@ -1,13 +1,14 @@
 """Test-split scores per engine: how a model does on voices of an engine it heard vs one it never heard.
 
 Usage:
-    python bench/by_engine.py NAME [NAME ...] [--exp exp] [--json]
+    python bench/by_engine.py NAME [NAME ...] [--tags TAG ...] [--exp exp] [--json]
 
-Reads what `seqx evaluate` left (exp/NAME/eval/test.tsv: each utterance's reference, hypothesis
+Reads what `seqx evaluate` left (exp/NAME/eval/test[-TAG].tsv: each utterance's reference, hypothesis
 and word errors) and the split's manifest (exp/NAME/data/test.jsonl: each utterance's speaker,
 `engine:voice`), and pools WER and sentence accuracy per engine. With `data.synth.test_engine:
 flite` the flite rows are "a new kind of voice" and the espeak rows "a new voice". One row per
-model and engine; the augmentation comparison in docs/benchmarks.md is made with it.
+model and engine; the augmentation comparison in docs/benchmarks.md is made with it. `--tags`:
+one corpus scored by several models (`seqx evaluate --set name=NAME --model M --tag TAG`).
 """
 
 from __future__ import annotations
@@ -18,14 +19,14 @@ import json
 from pathlib import Path
 
 
-def by_engine(exp_dir: Path) -> dict[str, dict[str, float]]:
+def by_engine(exp_dir: Path, tag: str = "") -> dict[str, dict[str, float]]:
     """{engine: {utts, words, wer, sentence_acc}} for one experiment's scored test split."""
     speakers = {}
     for line in (exp_dir / "data" / "test.jsonl").read_text().splitlines():
         row = json.loads(line)
         speakers[row["id"]] = row["speaker"].split(":")[0]
     pooled: dict[str, list[int]] = {}
-    with (exp_dir / "eval" / "test.tsv").open() as handle:
+    with (exp_dir / "eval" / f"test{'-' + tag if tag else ''}.tsv").open() as handle:
         for row in csv.DictReader(handle, delimiter="\t"):
             engine = speakers[row["id"]]
             words = len(row["reference"].split())
@@ -46,10 +47,13 @@ def by_engine(exp_dir: Path) -> dict[str, dict[str, float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="+")
+    parser.add_argument("--tags", nargs="*", default=[""])
     parser.add_argument("--exp", default="exp")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    table = {name: by_engine(Path(args.exp) / name) for name in args.names}
+    table = {
+        f"{name} {tag}".strip(): by_engine(Path(args.exp) / name, tag) for name in args.names for tag in args.tags
+    }
     if args.json:
         print(json.dumps(table, indent=1))
         return
