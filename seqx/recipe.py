@@ -280,8 +280,15 @@ class SpecAugmentSettings(_Section):
     time_mask_ratio: float = Field(0.2, ge=0.0, le=1.0)  # a time mask never exceeds this share of an utterance
 
 
+FeatureKind = Literal["mfcc", "fbank", "speech_embedding", "speech_embedding+fbank"]
+EMBEDDING_DIM = 96  # seqx.featurize.embedding.DIM, written here so the recipe imports no onnxruntime
+EMBEDDING_HOP_MS = 80.0  # one speech-embedding vector per 8 mel frames of 10 ms
+
+
 class FeatureSettings(_Section):
-    kind: Literal["mfcc", "fbank"] = "fbank"
+    # speech_embedding: openwakeword's 96-d speech embedding every 80 ms (heard real speech:
+    # carries synthetic training over to people); "+fbank" appends log-Mel averaged to 80 ms
+    kind: FeatureKind = "fbank"
     n_mfcc: int = Field(40, ge=4, le=128)
     n_mels: int = Field(80, ge=8, le=256)
     win_ms: float = Field(25.0, gt=0.0, le=100.0)
@@ -291,11 +298,30 @@ class FeatureSettings(_Section):
     workers: int = Field(0, ge=0, le=256)  # 0 = one per core
     specaugment: bool = True
     spec: SpecAugmentSettings = Field(default_factory=SpecAugmentSettings)
+    # global: mean/std of the training split only; utterance: each utterance's own mean is
+    # subtracted first (the classic answer to a channel the training data never had)
+    cmvn: Literal["global", "utterance"] = "global"
+    # speech_embedding: silence added before and after the wave, so that a 760 ms window
+    # ends 80 ms into the speech at the first frame and the last word reaches a window's middle
+    embed_pad_ms: float = Field(680.0, ge=0.0, le=2000.0)
 
     @property
     def n_feats(self) -> int:
         """The width of one frame: what the encoder receives as its embedding."""
+        if self.kind == "speech_embedding":
+            return EMBEDDING_DIM
+        if self.kind == "speech_embedding+fbank":
+            return EMBEDDING_DIM + self.n_mels
         return self.n_mfcc if self.kind == "mfcc" else self.n_mels
+
+    @property
+    def is_embedding(self) -> bool:
+        return self.kind.startswith("speech_embedding")
+
+    @property
+    def frame_ms(self) -> float:
+        """Milliseconds between two frames the encoder receives."""
+        return EMBEDDING_HOP_MS if self.is_embedding else self.hop_ms
 
     @model_validator(mode="after")
     def _check_window(self) -> FeatureSettings:
@@ -472,6 +498,15 @@ class Recipe(_Section):
             raise ValueError(
                 f"model.d_model: front-end 'none' feeds frames straight in, so it must equal "
                 f"the feature width {self.features.n_feats} (got {self.model.d_model})"
+            )
+        if self.features.is_embedding and self.model.frontend == "conv2d":
+            raise ValueError(
+                f"model.frontend: conv2d would cut {self.features.kind}'s 80 ms frames to 320 ms, "
+                f"too coarse for a word each; use model.frontend: linear"
+            )
+        if self.features.is_embedding and self.data.sample_rate != 16000:
+            raise ValueError(
+                f"data.sample_rate: the speech embedding is made for 16 kHz audio (got {self.data.sample_rate})"
             )
         return self
 

@@ -12,7 +12,7 @@ import sys
 
 import typer
 
-from seqx.cli import cmd_data, cmd_decode, cmd_featurize, cmd_grammar, cmd_listen, cmd_plot, cmd_tokenize, cmd_train
+from seqx.cli import cmd_data, cmd_decode, cmd_export, cmd_featurize, cmd_grammar, cmd_listen, cmd_plot, cmd_tokenize, cmd_train
 from seqx.cli.common import (  # noqa: F401 (re-exported: what commands used to import from here)
     JsonOpt,
     RecipeArg,
@@ -43,9 +43,10 @@ app.command()(cmd_decode.evaluate)
 app.command()(cmd_plot.plot)
 app.command()(cmd_grammar.grammar)
 app.command()(cmd_listen.listen)
+app.command()(cmd_export.export)
 
 # every command module, for callers that once had to import them to register the commands
-COMMAND_MODULES = ["cmd_data", "cmd_featurize", "cmd_tokenize", "cmd_train", "cmd_decode", "cmd_plot", "cmd_grammar", "cmd_listen"]
+COMMAND_MODULES = ["cmd_data", "cmd_featurize", "cmd_tokenize", "cmd_train", "cmd_decode", "cmd_plot", "cmd_grammar", "cmd_listen", "cmd_export"]
 
 
 def main() -> None:

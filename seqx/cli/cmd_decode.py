@@ -61,6 +61,20 @@ def _bundle(  # noqa: ANN202 (Bundle import is lazy)
     return load_bundle(locate_bundle(model, default, recipe), device=device)
 
 
+def _expand(items: list[str]) -> list[str]:
+    """Files as given, folders as the audio files inside (seqx.decode.transcribe.expand_inputs, which
+    imports torch: the exported-model path must not)."""
+    suffixes = (".wav", ".flac", ".ogg", ".mp3", ".m4a", ".opus", ".aiff", ".aif")
+    paths: list[str] = []
+    for item in items:
+        path = Path(item)
+        if path.is_dir():
+            paths.extend(str(p) for p in sorted(path.rglob("*")) if p.suffix.lower() in suffixes)
+        else:
+            paths.append(item)
+    return paths
+
+
 def _check_precision(precision: str | None) -> None:
     """Before any model is loaded: a typo should not wait for (or hide behind) the bundle."""
     choices = get_args(Precision)
@@ -81,20 +95,32 @@ def transcribe(
     json_out: JsonOpt = False,
 ) -> None:
     """Transcribe audio files (wav/flac/ogg/mp3, any rate and channel count): one line per file."""
-    from seqx.decode.transcribe import expand_inputs, transcribe_files
+    from seqx.runtime.model import is_exported
 
     _check_precision(precision)
     items = [line.strip() for line in sys.stdin if line.strip()] if files == ["-"] else files
-    paths = expand_inputs(items)
+    paths = _expand(items)
     if not paths:
         raise SeqxError("no audio files given (folders are searched for .wav/.flac/.ogg/.mp3)")
-    bundle = _bundle(model, device)
-    settings = bundle.decode.merged(
-        beam=beam, greedy=greedy, nbest=nbest, ctc_weight=ctc_weight, precision=precision, max_ctc_gap=max_ctc_gap
-    )
-    with RichReporter() as reporter:
-        # text mode prints each unreadable file's error in its place below; JSON mode keeps the warning on stderr
-        results = transcribe_files(bundle, paths, settings, reporter=reporter, warn_unreadable=json_out)
+    options = dict(beam=beam, greedy=greedy, nbest=nbest, ctc_weight=ctc_weight, max_ctc_gap=max_ctc_gap)
+    if model is not None and is_exported(model):  # an ONNX export: onnxruntime + numpy, torch never imported
+        from seqx.runtime import load_exported, settings_for
+        from seqx.runtime import transcribe_files as run_exported
+
+        exported = load_exported(model)
+        results = run_exported(exported, paths, settings_for(exported, **options))
+        if json_out:
+            for result in results:
+                if result.error:
+                    print_error(f"{result.path}: {result.error}")
+    else:
+        from seqx.decode.transcribe import transcribe_files
+
+        bundle = _bundle(model, device)
+        settings = bundle.decode.merged(**options, precision=precision)
+        with RichReporter() as reporter:
+            # text mode prints each unreadable file's error in its place below; JSON mode keeps the warning on stderr
+            results = transcribe_files(bundle, paths, settings, reporter=reporter, warn_unreadable=json_out)
     if json_out:
         out.print_json(json.dumps([r.to_json() for r in results]))
     else:

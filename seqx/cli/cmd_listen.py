@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
+import numpy as np
 import typer
 
 from seqx.cli.common import SetOpt, console, out, print_error
@@ -97,6 +98,15 @@ def listen(
 
 def _decoder(model: Path | None, recipe: Recipe):  # noqa: ANN202 (lazy torch import)
     """Load the bundle once; each segment's waveform is decoded with the bundle's settings."""
+    from seqx.runtime.model import is_exported
+
+    if model is not None and is_exported(model):  # an ONNX export: onnxruntime + numpy, no torch
+        from seqx.runtime import load_exported, settings_for
+        from seqx.runtime import transcribe_waves as run_exported
+
+        exported = load_exported(model)
+        options = settings_for(exported)
+        return lambda waves: run_exported(exported, [np.asarray(w, np.float32) for w in waves], options)
     from seqx.cli.cmd_decode import _bundle
     from seqx.decode.transcribe import transcribe_waves
 

@@ -21,6 +21,7 @@ from safetensors.torch import load_model, save_model
 from seqx import __version__
 from seqx.device import resolve_device
 from seqx.errors import SeqxError
+from seqx.featurize import embedding
 from seqx.featurize.cmvn import Cmvn
 from seqx.featurize.features import FeatureExtractor
 from seqx.model.transformer import ModelDimensions, Seq2SeqTransformer
@@ -71,6 +72,8 @@ def save_bundle(
         "decode": decode.model_dump(),
         **(extra or {}),
     }
+    if features.is_embedding:  # the features depend on the ONNX files of this package version
+        config["feature_model"] = {"package": embedding.PACKAGE, "version": embedding.model_version()}
     # save_model handles the tied embedding/output weights (one tensor, two names)
     with atomic_write(folder / WEIGHTS) as tmp:
         save_model(model, str(tmp))
@@ -102,6 +105,12 @@ def load_bundle(folder: str | Path, device: str | torch.device = "cpu") -> Bundl
     load_model(model, str(folder / WEIGHTS), device="cpu")
     model.to(device).eval()
     features = FeatureSettings.model_validate(config["features"])
+    if "feature_model" in config and config["feature_model"]["version"] != embedding.model_version():
+        made = config["feature_model"]
+        raise SeqxError(
+            f"{path}: trained on {made['package']} {made['version']}'s speech embedding, "
+            f"installed is {embedding.model_version()} (pip install {made['package']}=={made['version']})"
+        )
     return Bundle(
         model=model,
         dims=dims,

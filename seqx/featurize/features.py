@@ -15,9 +15,11 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 import torchaudio
 from torch import Tensor, nn
 
+from seqx.featurize.embedding import STRIDE, WINDOW, SpeechEmbedding
 from seqx.recipe import FeatureSettings
 
 LOG_FLOOR = 1e-10  # power floor before the log: -100 dB, below any 16-bit signal
@@ -43,13 +45,16 @@ class FeatureExtractor(nn.Module):
         dct = torchaudio.functional.create_dct(settings.n_mfcc, settings.n_mels, norm="ortho")  # (n_mels, n_mfcc)
         self.register_buffer("dct", dct, persistent=False)
 
+        # the speech embedding runs in onnxruntime; made here so bundle and featurize workers share it
+        self.embedding = SpeechEmbedding(settings.embed_pad_ms) if settings.is_embedding else None
+
     @property
     def n_feats(self) -> int:
         return self.settings.n_feats
 
     @property
     def hop_seconds(self) -> float:
-        return self.hop_length / self.sample_rate
+        return self.settings.frame_ms / 1000 if self.settings.is_embedding else self.hop_length / self.sample_rate
 
     def power_mel(self, wave: Tensor) -> Tensor:
         """(T,) -> mel power spectrogram (n_mels, frames)."""
@@ -65,7 +70,18 @@ class FeatureExtractor(nn.Module):
 
     @torch.no_grad()
     def forward(self, wave: Tensor) -> Tensor:
+        frames = self._frames(wave)
+        if self.settings.cmvn == "utterance":  # the utterance's own mean out; global CMVN still follows
+            frames = frames - frames.mean(dim=0, keepdim=True)
+        return frames
+
+    def _frames(self, wave: Tensor) -> Tensor:
         s = self.settings
+        if self.embedding is not None:
+            emb = torch.from_numpy(self.embedding(wave.detach().cpu().numpy())).to(wave.device)  # (N, 96)
+            if s.kind == "speech_embedding":
+                return emb
+            return torch.cat([emb, self._pooled_fbank(wave, emb.shape[0])], dim=1)  # (N, 96 + n_mels)
         if s.kind == "fbank" and s.kaldi:
             # dither off and the energy floor at 0 so the features are deterministic
             return torchaudio.compliance.kaldi.fbank(
@@ -78,3 +94,16 @@ class FeatureExtractor(nn.Module):
         db = mel.clamp_(min=LOG_FLOOR).log10_().mul_(10.0)  # power to dB, reference 1.0
         db = db.clamp_(min=float(db.max()) - TOP_DB)
         return db.T @ self.dct  # (frames, n_mfcc)
+
+    def _pooled_fbank(self, wave: Tensor, n: int) -> Tensor:
+        """log-Mel averaged over each embedding frame's newest 80 ms: (n, n_mels).
+
+        Embedding frame i's window covers mel frames 8i .. 8i + 75 of the padded wave; the
+        fbank frames 8i + 68 .. 8i + 75 of the same padded wave (its last 80 ms) are averaged.
+        """
+        pad = self.embedding.pad if self.embedding is not None else 0
+        fb = self.power_mel(F.pad(wave, (pad, pad))).clamp_(min=LOG_FLOOR).log_().T  # (frames, n_mels), 10 ms
+        first, need = WINDOW - STRIDE, WINDOW - STRIDE + STRIDE * n
+        if fb.shape[0] < need:  # the embedding pads a very short wave at the end: so does this
+            fb = F.pad(fb, (0, 0, 0, need - fb.shape[0]), value=math.log(LOG_FLOOR))
+        return fb[first:need].reshape(n, STRIDE, -1).mean(dim=1)  # (n, n_mels)

@@ -26,6 +26,7 @@ from seqx.data.synth import SPLITS
 from seqx.errors import AudioError
 from seqx.featurize.audio import load_audio
 from seqx.featurize.cmvn import CmvnAccumulator
+from seqx.featurize.embedding import reset_sessions
 from seqx.featurize.features import FeatureExtractor
 from seqx.featurize.store import FeatureStoreWriter, to_float16
 from seqx.recipe import FeatureSettings, Recipe
@@ -69,6 +70,7 @@ class FeaturizeReport:
 def _init_worker(settings: FeatureSettings, sample_rate: int) -> None:
     global _extractor, _sample_rate
     torch.set_num_threads(1)  # processes are the parallelism; threads inside them would fight
+    reset_sessions()  # onnxruntime sessions inherited through fork are not safe to use: make new ones
     _extractor, _sample_rate = FeatureExtractor(settings, sample_rate), sample_rate
 
 

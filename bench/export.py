@@ -1,0 +1,202 @@
+"""Exported model vs torch: first-result latency, beam-8 real-time factor, size on disk, peak memory, accuracy.
+
+Usage:
+    OMP_NUM_THREADS=1 python bench/export.py --model exp/commands/model --manifest exp/commands/data/test.jsonl \
+        [--limit 200] [--repeats 5] [--out /tmp/seqx-export-bench] [--json]
+
+It exports the bundle twice (fp32 and --int8) under --out, then runs every configuration in a
+process of its own, so each peak resident memory (ru_maxrss) is that configuration's alone:
+
+  torch fp32 / torch bf16   seqx.decode.transcribe.transcribe_files, decode.precision fp32 / bf16
+  onnx fp32 / onnx int8     seqx.runtime.transcribe_files
+
+each over the same files with beam 8 (the bundle's CTC weight and rejection), timed after one
+warm-up file: RTF = decode seconds / audio seconds, both wall and CPU (user + system of the
+process: on a shared machine the wall clock also counts waiting for a core). With
+OMP_NUM_THREADS=1 both torch and onnxruntime use one thread, so CPU time is the honest comparison. Time to first result: the wall time from
+starting `python -m seqx.runtime MODEL FILE` (and `seqx transcribe --model MODEL FILE`, and the
+torch CLI on the bundle) to its printed text, for the file nearest 2 s, median of --repeats.
+`-X importtime` and an in-process breakdown say what the first result's time is spent on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def worker(kind: str, model: str, files: list[str]) -> dict:
+    """One configuration, in its own process: texts, decode seconds, audio seconds, peak RSS."""
+    if kind.startswith("torch"):
+        import torch
+
+        torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+        from seqx.decode.bundle import load_bundle
+        from seqx.decode.transcribe import transcribe_files
+
+        bundle = load_bundle(model, device="cpu")
+        settings = bundle.decode.merged(beam=8, precision="bf16" if kind == "torch-bf16" else "fp32")
+        run = lambda paths: transcribe_files(bundle, paths, settings)  # noqa: E731
+    else:
+        from seqx.runtime import load_exported, settings_for, transcribe_files
+
+        exported = load_exported(model)
+        settings = settings_for(exported, beam=8)
+        run = lambda paths: transcribe_files(exported, paths, settings)  # noqa: E731
+    run(files[:1])  # warm-up: first-call allocations and kernel choices are not the steady state
+    start, cpu = time.perf_counter(), time.process_time()
+    results = run(files)
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    audio = sum(r.duration for r in results)
+    return {
+        "kind": kind, "texts": [r.text for r in results], "seconds": seconds, "audio": audio,
+        "rtf": seconds / audio, "rtf_cpu": cpu / audio,
+        "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }  # fmt: skip
+
+
+def first_result(argv: list[str], repeats: int) -> tuple[float, float, str]:
+    """Median wall seconds from process start to the first line on stdout, median CPU seconds
+    (user + system) of the whole process (on a shared machine wall time includes waiting for a
+    core; CPU time does not), and the line."""
+    times, cpu, line = [], [], ""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    for _ in range(repeats):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=REPO)
+        assert proc.stdout is not None
+        line = proc.stdout.readline().strip()
+        times.append(time.perf_counter() - start)
+        proc.wait()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(times), statistics.median(cpu), line
+
+
+def breakdown(model: str, wav: str) -> dict[str, float]:
+    """Where the runtime's first result goes, measured in a fresh process."""
+    code = f"""
+import time, json
+t0 = time.perf_counter()
+import numpy, onnxruntime, sentencepiece, soundfile
+t1 = time.perf_counter()
+from seqx.runtime import load_exported, transcribe_files
+t2 = time.perf_counter()
+m = load_exported({model!r})
+t3 = time.perf_counter()
+r = transcribe_files(m, [{wav!r}])
+t4 = time.perf_counter()
+print(json.dumps({{"import numpy+onnxruntime+sentencepiece+soundfile": t1 - t0, "import seqx.runtime": t2 - t1,
+                  "load (2 sessions, tokenizer)": t3 - t2, "read + featurize + decode": t4 - t3}}))
+"""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    parts = json.loads(out)
+    parts["interpreter start + exit"] = time.perf_counter() - start - sum(parts.values())
+    return parts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="exp/commands/model")
+    parser.add_argument("--manifest", default="exp/commands/data/test.jsonl")
+    parser.add_argument("--limit", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--out", default="/tmp/seqx-export-bench")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--files", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        print(json.dumps(worker(args.worker, args.model, json.loads(Path(args.files).read_text()))))
+        return
+
+    from seqx.data.manifest import read_manifest
+    from seqx.decode.metrics import score_pairs
+    from seqx.recipe import TokenizerSettings
+    from seqx.tokenize.text import normalize_text
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    export_seconds = {}
+    for name, flags in (("onnx", []), ("onnx-int8", ["--int8"])):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "seqx", "export", "--model", args.model, "--out", str(out / name), *flags],
+                       check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
+        export_seconds[name] = time.perf_counter() - start
+    utts = read_manifest(args.manifest)[: args.limit]
+    files = [u.audio for u in utts]
+    (out / "files.json").write_text(json.dumps(files))
+    config = json.loads((Path(args.model) / "config.json").read_text())
+    tok = TokenizerSettings.model_validate(config["tokenizer"])
+    refs = [normalize_text(u.text, tok) for u in utts]
+
+    rows: list[dict] = []
+    reference_texts: list[str] = []
+    for kind, model in (("torch-fp32", args.model), ("torch-bf16", args.model), ("onnx-fp32", str(out / "onnx")),
+                        ("onnx-int8", str(out / "onnx-int8"))):  # fmt: skip
+        proc = subprocess.run(
+            [sys.executable, __file__, "--worker", kind, "--model", model, "--files", str(out / "files.json")],
+            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+        )  # fmt: skip
+        if proc.returncode:
+            raise SystemExit(f"{kind}: {proc.stderr.strip().splitlines()[-1]}")
+        row = json.loads(proc.stdout.strip().splitlines()[-1])
+        folder = Path(model)
+        weights = [p for p in folder.iterdir() if p.suffix in (".onnx", ".safetensors")]
+        row["model_mb"] = sum(p.stat().st_size for p in weights) / 1e6
+        row["folder_mb"] = sum(p.stat().st_size for p in folder.iterdir() if p.is_file()) / 1e6
+        texts = row.pop("texts")
+        reference_texts = reference_texts if rows else texts  # torch fp32's, the first row
+        row["changed_vs_torch_fp32"] = sum(a != b for a, b in zip(texts, reference_texts, strict=True))
+        scores = score_pairs(refs, texts)
+        row["wer"], row["sentence_acc"] = scores.wer, scores.sentence_accuracy
+        rows.append(row)
+    base = {"fp32": rows[0], "onnx": rows[2]}
+    for row in rows:
+        row["speedup_vs_torch_fp32"] = base["fp32"]["rtf_cpu"] / row["rtf_cpu"]
+
+    two_s = min(utts, key=lambda u: abs(u.duration - 2.0))
+    ttfr = {
+        "python -m seqx.runtime (onnx int8)": first_result([sys.executable, "-m", "seqx.runtime", str(out / "onnx-int8"), two_s.audio], args.repeats),
+        "python -m seqx.runtime (onnx fp32)": first_result([sys.executable, "-m", "seqx.runtime", str(out / "onnx"), two_s.audio], args.repeats),
+        "seqx transcribe --model onnx-int8": first_result([sys.executable, "-m", "seqx", "transcribe", "--model", str(out / "onnx-int8"), two_s.audio], args.repeats),
+        "seqx transcribe --model BUNDLE (torch)": first_result([sys.executable, "-m", "seqx", "transcribe", "--model", args.model, "--device", "cpu", two_s.audio], args.repeats),
+    }  # fmt: skip
+    report = {
+        "model": args.model, "files": len(files), "audio_seconds": rows[0]["audio"], "threads": os.environ.get("OMP_NUM_THREADS", "all"),
+        "export_seconds": export_seconds, "rows": rows, "first_result_file": two_s.audio, "first_result_duration": two_s.duration,
+        "first_result": {k: {"seconds": v[0], "cpu_seconds": v[1], "text": v[2]} for k, v in ttfr.items()},
+        "first_result_breakdown": breakdown(str(out / "onnx-int8"), two_s.audio),
+    }  # fmt: skip
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return
+    print(f"{args.model}: {len(files)} files, {rows[0]['audio']:.0f} s of audio, beam 8, OMP_NUM_THREADS={report['threads']}")
+    print("| path | RTF (wall) | RTF (CPU) | vs torch fp32 (CPU) | weights MB | folder MB | peak RSS MB | WER % | sentence acc % | texts changed |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        print(f"| {r['kind']} | {r['rtf']:.4f} | {r['rtf_cpu']:.4f} | {r['speedup_vs_torch_fp32']:.2f}x | {r['model_mb']:.2f} | {r['folder_mb']:.2f} | "
+              f"{r['max_rss_mb']:.0f} | {100 * r['wer']:.2f} | {100 * r['sentence_acc']:.1f} | {r['changed_vs_torch_fp32']} |")  # fmt: skip
+    print(f"\ntime to first result, {two_s.duration:.2f} s file, median of {args.repeats}:")
+    for name, (seconds, cpu, text) in ttfr.items():
+        print(f"  {seconds:.3f} s wall, {cpu:.3f} s CPU  {name}  -> {text!r}")
+    print("runtime first result, by part:")
+    for name, seconds in report["first_result_breakdown"].items():
+        print(f"  {seconds:.3f} s  {name}")
+
+
+if __name__ == "__main__":
+    main()

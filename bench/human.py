@@ -1,0 +1,254 @@
+"""Real human recordings that Debian ships, against a seqx model trained on seqx's own voices only.
+
+Usage:
+    python bench/human.py [--sets cards,goforward,alsa] [--kind speech_embedding|fbank|...]
+                          [--epochs N] [--size N] [--exp-dir /tmp/seqx-human] [--set KEY=VALUE] [--json]
+
+For each set a recipe is built from recipes/commands.yaml (the cpu profile's model size on a
+CPU) with the set's grammar (Debian's JSGF file itself where it ships one), a corpus is synthesized with espeak-ng and
+flite, a model is trained, and the human files are transcribed (beam + CTC, free: no grammar
+constraint; the grammar-constrained decoder arrives with the grammar package). Beside it
+PocketSphinx decodes the same files constrained by the set's own JSGF grammar (the file Debian
+ships; alsa has none, so the one made from the templates). The recordings are only ever
+decoded, never trained on. Everything is written under --exp-dir, nothing into the repo.
+
+Sets (files, reference transcripts):
+  cards      pocketsphinx-testdata: cards/001-005.wav, cards.transcription, cards.gram
+  goforward  pocketsphinx-testdata: goforward.raw (16 kHz s16), "go forward ten meters", goforward.gram
+  alsa       alsa-utils: /usr/share/sounds/alsa/{Front,Rear,Side}_{Left,Right,Center}.wav, Noise.wav = ""
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import soundfile as sf
+import torch
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from peer_pocketsphinx import pocketsphinx_decoder, run_pocketsphinx  # noqa: E402
+
+from seqx.decode.metrics import pool, utterance_errors  # noqa: E402
+from seqx.errors import SeqxError  # noqa: E402
+from seqx.grammar.jsgf import grammar_to_jsgf  # noqa: E402
+from seqx.grammar.load import grammar_from_dict, grammar_from_file  # noqa: E402
+from seqx.grammar.model import Grammar  # noqa: E402
+from seqx.recipe import DEFAULT_RECIPE, Recipe, load_recipe, recipe_from_dict  # noqa: E402
+from seqx.tokenize.text import normalize_text  # noqa: E402
+
+PS_DATA = Path("/usr/share/pocketsphinx/test/data")
+ALSA = Path("/usr/share/sounds/alsa")
+
+
+@dataclass
+class HumanSet:
+    name: str
+    files: list[tuple[str, str]]  # (audio path, reference)
+    grammar: dict[str, Any]  # the recipe's data.synth.grammar: {file: ...} or {intents, slots}
+    jsgf_file: Path | None  # the grammar Debian ships beside the recordings, for PocketSphinx
+    package: str  # the Debian package that installs it
+
+    def load_grammar(self) -> Grammar:
+        if "file" in self.grammar:
+            return grammar_from_file(self.grammar["file"])
+        return grammar_from_dict(self.grammar, source=f"human set {self.name}", name=self.name)
+
+
+def human_sets() -> dict[str, HumanSet]:
+    """Each set with the grammar its recordings were made for: Debian's own JSGF where it ships
+    one (seqx imports it: cards.gram has 1.4 million sentences, sampled as paths, never listed),
+    and for alsa's channel names a two-slot grammar."""
+    cards_ref = {}
+    transcription = PS_DATA / "cards" / "cards.transcription"
+    if transcription.is_file():
+        for line in transcription.read_text().splitlines():
+            m = re.match(r"\s*<s>(.*)</s>\s*\((\w+)\)", line)
+            if m:
+                cards_ref[m.group(2)] = " ".join(m.group(1).split())
+    positions = {"Front": ["Left", "Right", "Center"], "Rear": ["Left", "Right", "Center"], "Side": ["Left", "Right"]}
+    alsa_files = [(str(ALSA / f"{p}_{s}.wav"), f"{p} {s}".lower()) for p, sides in positions.items() for s in sides]
+    return {
+        "cards": HumanSet(
+            "cards",
+            [(str(PS_DATA / "cards" / f"{i}.wav"), ref) for i, ref in sorted(cards_ref.items())],
+            {"file": str(PS_DATA / "cards" / "cards.gram")}, PS_DATA / "cards" / "cards.gram", "pocketsphinx-testdata",
+        ),  # fmt: skip
+        "goforward": HumanSet(
+            "goforward",
+            [(str(PS_DATA / "goforward.raw"), "go forward ten meters")],
+            {"file": str(PS_DATA / "goforward.gram")}, PS_DATA / "goforward.gram", "pocketsphinx-testdata",
+        ),  # fmt: skip
+        "alsa": HumanSet(
+            "alsa",
+            alsa_files + [(str(ALSA / "Noise.wav"), "")],
+            {"intents": {"channel": ["{position} {side}"]},
+             "slots": {"position": ["front", "rear", "side"], "side": ["left", "right", "center"]}},
+            None, "alsa-utils",
+        ),  # fmt: skip
+    }
+
+
+def as_wav(path: str, folder: Path) -> str:
+    """A .raw file (16 kHz signed 16-bit mono, as pocketsphinx-testdata ships it) as a wav under folder."""
+    if not path.endswith(".raw"):
+        return path
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / (Path(path).stem + ".wav")
+    if not target.is_file():
+        pcm = np.fromfile(path, dtype="<i2")
+        sf.write(target, pcm, 16000, subtype="PCM_16")
+    return str(target)
+
+
+def set_recipe(base: Path, hs: HumanSet, args: argparse.Namespace) -> Recipe:
+    """The base recipe with the set's grammar, seqx's voices (espeak-ng + flite), the cpu profile's size."""
+    raw = load_recipe(base, args.set).model_dump()
+    synth = raw["data"]["synth"]
+    synth.update(grammar=hs.grammar, templates=[], slots={}, engines=["espeak-ng", "flite"],
+                 heldout_command_share=0.0, test_engine="same", test_speakers=[])  # fmt: skip
+    raw["name"] = f"human-{hs.name}-{args.kind.replace('+', '-')}"
+    raw["exp_dir"] = str(args.exp_dir)
+    raw["features"]["kind"] = args.kind
+    embedding = args.kind.startswith("speech_embedding")
+    raw["model"]["frontend"] = "linear" if embedding else "conv2d"
+    profile = raw["device_profiles"].setdefault("cpu", {})
+    if args.size:
+        raw["data"]["size"] = args.size
+        profile.pop("data.size", None)
+    if args.epochs:
+        raw["train"]["epochs"] = args.epochs
+        profile.pop("train.epochs", None)
+    # max_frames counts feature frames: keep the same seconds of audio per batch when the
+    # frame rate differs from the base recipe's (80 ms embedding frames vs 10 ms fbank ones)
+    ratio = Recipe.model_validate(raw).features.frame_ms / load_recipe(base).features.frame_ms
+    for where in (raw["train"], profile):
+        key = "max_frames" if where is raw["train"] else "train.max_frames"
+        if key in where:
+            where[key] = max(1, round(where[key] / ratio))
+    for item in args.set:  # --set wins over the set's choices too
+        key, _, text = item.partition("=")
+        node = raw
+        *parents, last = key.strip().split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = yaml.safe_load(text)
+    recipe = recipe_from_dict(raw, source=f"{base} + human set {hs.name}")
+    return recipe.for_device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@dataclass
+class SetResult:
+    name: str
+    recipe: str
+    files: list[dict[str, str]] = field(default_factory=list)
+    systems: dict[str, dict[str, float]] = field(default_factory=dict)
+    train_seconds: float = 0.0
+
+
+def score(refs: list[str], hyps: list[str]) -> dict[str, float]:
+    errors = [utterance_errors(r, h) for r, h in zip(refs, hyps)]
+    scores = pool(errors)
+    return {"wer": scores.wer, "sentence_accuracy": scores.sentence_accuracy, "files": len(refs)}
+
+
+def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:
+    from seqx.decode.transcribe import transcribe_files
+    from seqx.decode.bundle import load_bundle
+    from seqx.train.stage import run_train_stage
+
+    recipe = set_recipe(args.recipe, hs, args)
+    missing = [p for p, _ in hs.files if not Path(p).is_file()]
+    if missing:
+        raise SystemExit(f"{missing[0]}: missing (apt-get install {hs.package})")
+    paths = [as_wav(p, recipe.root / "human") for p, _ in hs.files]
+    refs = [normalize_text(r, recipe.tokenizer) for _, r in hs.files]
+    result = SetResult(hs.name, recipe.name)
+
+    start = time.perf_counter()
+    if not args.skip_train:
+        try:
+            run_train_stage(recipe)
+        except SeqxError as err:  # a grammar of a dozen words cannot fill the recipe's BPE vocabulary
+            largest = re.search(r"tokenizer.vocab_size: .* the largest that works is (\d+)", str(err))
+            if largest is None:
+                raise
+            recipe = recipe.model_copy(update={"tokenizer": recipe.tokenizer.model_copy(update={"vocab_size": int(largest.group(1))})})
+            run_train_stage(recipe)
+    result.train_seconds = time.perf_counter() - start
+    bundle = load_bundle(recipe.bundle_dir)
+    systems: dict[str, list[str]] = {}
+    for label, beam in (("seqx greedy", 1), (f"seqx beam {bundle.decode.beam} + CTC {bundle.decode.ctc_weight:g}", bundle.decode.beam)):
+        settings = bundle.decode.model_copy(update={"beam": beam})
+        systems[label] = [normalize_text(r.text, recipe.tokenizer) for r in transcribe_files(bundle, paths, settings)]
+    if not args.skip_pocketsphinx:
+        grammar = hs.load_grammar()
+        jsgf = hs.jsgf_file.read_text() if hs.jsgf_file else grammar_to_jsgf(grammar)
+        words = grammar.vocabulary()
+        hyps, _ = run_pocketsphinx(pocketsphinx_decoder(jsgf, words), paths)
+        systems["PocketSphinx + JSGF"] = [normalize_text(h, recipe.tokenizer) for h in hyps]
+    for label, hyps in systems.items():
+        result.systems[label] = score(refs, hyps)
+    for i, (path, ref) in enumerate(zip(paths, refs)):
+        result.files.append({"file": Path(path).name, "reference": ref, **{k: v[i] for k, v in systems.items()}})
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--recipe", type=Path, default=DEFAULT_RECIPE)
+    parser.add_argument("--sets", default="cards,goforward,alsa")
+    parser.add_argument("--kind", default="speech_embedding", help="features.kind: speech_embedding, fbank, mfcc, ...")
+    parser.add_argument("--epochs", type=int, default=0, help="0: the profile's")
+    parser.add_argument("--size", type=int, default=0, help="corpus utterances; 0: the profile's")
+    parser.add_argument("--exp-dir", type=Path, default=Path("/tmp/seqx-human"))
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="recipe override")
+    parser.add_argument("--skip-train", action="store_true", help="decode with the bundles already trained")
+    parser.add_argument("--skip-pocketsphinx", action="store_true")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    sets = human_sets()
+    unknown = [s for s in args.sets.split(",") if s not in sets]
+    if unknown:
+        raise SystemExit(f"--sets: unknown set {unknown[0]!r} (choose from {', '.join(sets)})")
+    results = [run_set(sets[s], args) for s in args.sets.split(",")]
+    if args.json:
+        print(json.dumps([r.__dict__ for r in results], indent=1))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    for r in results:
+        files = Table(title=f"{r.name}: {r.recipe} (trained {r.train_seconds:.0f} s)")
+        files.add_column("file")
+        files.add_column("reference")
+        for label in r.systems:
+            files.add_column(label)
+        for f in r.files:
+            files.add_row(*[f[k] or "(nothing)" for k in f])
+        console.print(files)
+    summary = Table(title=f"human recordings, features.kind {args.kind}")
+    for col in ("set", "system", "files", "WER %", "sentence acc %"):
+        summary.add_column(col, justify="right" if "%" in col or col == "files" else "left")
+    for r in results:
+        for label, s in r.systems.items():
+            summary.add_row(r.name, label, str(s["files"]), f"{100 * s['wer']:.1f}", f"{100 * s['sentence_accuracy']:.1f}")
+    console.print(summary)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""`seqx export`: parse, call seqx.export, print what was written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from seqx.cli.common import JsonOpt, load_for_this_machine, out
+from seqx.recipe import DEFAULT_RECIPE
+
+
+def export(
+    model: Annotated[
+        Optional[Path],
+        typer.Option("--model", "-m", help="Model bundle folder (default: the one `seqx train recipes/commands.yaml` wrote)."),
+    ] = None,
+    out_dir: Annotated[
+        Optional[Path], typer.Option("--out", "-o", help="Folder to write (default: next to the bundle, onnx/ or onnx-int8/).")
+    ] = None,
+    int8: Annotated[bool, typer.Option("--int8", help="Dynamic int8 quantization of the linear layers.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Export a trained model to ONNX (encoder + one decoder step); `seqx transcribe --model DIR` runs it without torch."""
+    from seqx.decode.bundle import load_bundle, locate_bundle
+    from seqx.export.onnx_export import export_bundle
+
+    default = model or load_for_this_machine(DEFAULT_RECIPE, None, "cpu").bundle_dir
+    bundle = load_bundle(locate_bundle(model, default, DEFAULT_RECIPE), device="cpu")
+    target = out_dir or bundle.folder.parent / ("onnx-int8" if int8 else "onnx")
+    report = export_bundle(bundle, target, int8=int8)
+    if json_out:
+        out.print_json(json.dumps({
+            "folder": str(report.folder), "int8": report.int8, "sizes": report.sizes,
+            "total_bytes": report.total_bytes, "max_abs_diff": report.max_abs_diff,
+        }))  # fmt: skip
+        return
+    table = Table(title=f"{report.folder} ({'int8' if int8 else 'fp32'})")
+    table.add_column("file")
+    table.add_column("size", justify="right")
+    for name, size in report.sizes.items():
+        table.add_row(name, f"{size / 1e6:.2f} MB")
+    table.add_row("total", f"{report.total_bytes / 1e6:.2f} MB")
+    out.print(table)
+    diffs = ", ".join(f"{k} {v:.1e}" for k, v in report.max_abs_diff.items())
+    out.print(f"onnxruntime vs torch, largest difference: {diffs}", highlight=False)

@@ -1,0 +1,116 @@
+"""An exported model folder (written by `seqx export`), opened with onnxruntime: `load_exported(folder)`.
+
+A folder missing a file, or one whose files do not load, is one `SeqxError` line that names the
+folder and what is wrong; `is_exported(folder)` tells the CLI which path (torch bundle or this) to take.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from seqx.errors import SeqxError
+from seqx.runtime.features import NumpyFeatures
+
+CONFIG, TOKENIZER, ENCODER, STEP = "config.json", "tokenizer.model", "encoder.onnx", "decoder_step.onnx"
+FORMAT = "seqx-onnx"
+REQUIRED = (CONFIG, ENCODER, STEP, TOKENIZER)
+
+
+def is_exported(folder: str | Path) -> bool:
+    """An export folder (has, or should have, ONNX graphs) rather than a torch bundle."""
+    folder = Path(folder)
+    return (folder / ENCODER).exists() or (folder / STEP).exists() or _format(folder) == FORMAT
+
+
+def _format(folder: Path) -> str | None:
+    try:
+        return json.loads((folder / CONFIG).read_text()).get("export", {}).get("format")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+@dataclass
+class ExportedModel:
+    folder: Path
+    config: dict[str, Any]
+    dims: dict[str, Any]
+    decode: dict[str, Any]
+    sample_rate: int
+    features: NumpyFeatures
+    encoder: Any  # onnxruntime.InferenceSession
+    step: Any
+    sp: Any  # sentencepiece.SentencePieceProcessor
+    special_ids: set[int]
+    grammar: dict[str, Any] | None
+
+    def detokenize(self, ids: list[int]) -> str:
+        return self.sp.decode([int(i) for i in ids if int(i) not in self.special_ids])
+
+
+def _threads() -> int:
+    """onnxruntime threads: OMP_NUM_THREADS when set (a shared machine), else onnxruntime's choice (0)."""
+    try:
+        return max(0, int(os.environ.get("OMP_NUM_THREADS", "0")))
+    except ValueError:
+        return 0
+
+
+def _session(path: Path, threads: int) -> Any:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    try:
+        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as err:  # onnxruntime raises its own Fail/InvalidProtobuf types
+        first = (str(err).splitlines() or [type(err).__name__])[0]
+        raise SeqxError(f"{path}: not a loadable ONNX graph ({first[:160]})") from None
+
+
+def _grammar(config: dict[str, Any]) -> dict[str, Any] | None:
+    """The token automaton (TokenAutomaton.to_dict()) if the bundle carried a grammar."""
+    raw = config.get("grammar")
+    if not isinstance(raw, dict):
+        return None
+    for candidate in (raw, raw.get("automaton"), raw.get("tokens")):
+        if isinstance(candidate, dict) and "arcs" in candidate and "num_states" in candidate:
+            return candidate
+    return None
+
+
+def load_exported(folder: str | Path, threads: int | None = None) -> ExportedModel:
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise SeqxError(f"{folder}: no such model folder")
+    missing = [name for name in REQUIRED if not (folder / name).is_file()]
+    if missing:
+        raise SeqxError(f"{folder}: incomplete export, missing {', '.join(missing)} (run `seqx export` again)")
+    try:
+        config = json.loads((folder / CONFIG).read_text())
+        dims, decode, features = config["dims"], config["decode"], config["features"]
+        sample_rate, cmvn = int(config["sample_rate"]), config["cmvn"]
+    except (ValueError, KeyError, TypeError) as err:
+        what = f"no {err}" if isinstance(err, KeyError) else "not valid JSON"
+        raise SeqxError(f"{folder / CONFIG}: broken export config ({what})") from None
+    if config.get("export", {}).get("format") != FORMAT:
+        raise SeqxError(f"{folder / CONFIG}: not an exported model (no export section; run `seqx export`)")
+    import sentencepiece as spm
+
+    try:
+        sp = spm.SentencePieceProcessor(model_file=str(folder / TOKENIZER))
+    except (OSError, RuntimeError) as err:
+        raise SeqxError(f"{folder / TOKENIZER}: not a sentencepiece model ({str(err)[:120]})") from None
+    threads = _threads() if threads is None else threads
+    specials = {dims["pad_id"], dims["bos_id"], dims["eos_id"], dims["blank_id"], sp.unk_id()}
+    return ExportedModel(
+        folder=folder, config=config, dims=dims, decode=decode, sample_rate=sample_rate,
+        features=NumpyFeatures(features, sample_rate, cmvn),
+        encoder=_session(folder / ENCODER, threads), step=_session(folder / STEP, threads),
+        sp=sp, special_ids=specials, grammar=_grammar(config),
+    )  # fmt: skip

@@ -1,0 +1,38 @@
+"""bench/human.py's sets: the references, the grammars and the raw-to-wav step (no training here)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import soundfile as sf
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+human = pytest.importorskip("human")
+
+
+def test_sets_cover_their_references(tmp_path: Path) -> None:
+    sets = human.human_sets()
+    if not all(Path(p).is_file() for s in sets.values() for p, _ in s.files):
+        pytest.skip("pocketsphinx-testdata / alsa-utils recordings not installed")
+    cards = sets["cards"]
+    assert [r for _, r in cards.files] == [
+        "ten of clubs", "four queen of clubs", "seven of clubs", "five five",
+        "eight of spades four of clubs seven of hearts"]  # fmt: skip
+    for s in sets.values():
+        grammar = s.load_grammar()
+        assert all(grammar.accepts(r) for _, r in s.files if r), s.name  # every reference is a command
+    assert sets["cards"].load_grammar().count() == 1_419_348  # cards.gram itself, counted not listed
+    recipe = human.set_recipe(human.DEFAULT_RECIPE, sets["alsa"], _args(tmp_path))
+    assert recipe.data.synth.grammar is not None and not recipe.data.synth.templates
+    wav = human.as_wav(sets["goforward"].files[0][0], tmp_path)
+    info = sf.info(wav)
+    assert info.samplerate == 16000 and 1.0 < info.duration < 10.0
+
+
+def _args(tmp_path: Path):  # noqa: ANN202
+    import argparse
+
+    return argparse.Namespace(set=[], kind="speech_embedding", exp_dir=tmp_path, size=0, epochs=0)
