@@ -72,6 +72,91 @@ class GrammarSettings(_Section):
         return self
 
 
+Range = tuple[float, float]  # (low, high), drawn uniformly per utterance
+Share = Annotated[float, Field(ge=0.0, le=1.0)]  # of the utterances an augmentation applies to
+
+
+class _Augmentation(_Section):
+    share: Share = 0.0  # 0 = off
+
+    @model_validator(mode="after")
+    def _ranges_in_order(self) -> _Augmentation:
+        for name, value in self:
+            if isinstance(value, tuple) and len(value) == 2 and value[0] > value[1]:
+                raise ValueError(f"data.synth.augment: {name} low end {value[0]:g} is above high end {value[1]:g}")
+        return self
+
+
+class SpeedAugment(_Augmentation):
+    factor: tuple[Annotated[float, Field(ge=0.5, le=2.0)], Annotated[float, Field(ge=0.5, le=2.0)]] = (0.9, 1.1)
+
+
+class PitchAugment(_Augmentation):
+    semitones: tuple[Annotated[float, Field(ge=-12, le=12)], Annotated[float, Field(ge=-12, le=12)]] = (-3.0, 3.0)
+
+
+class WarpAugment(_Augmentation):
+    # vocal-tract-length warp of the spectrum (Jaitly & Hinton's VTLP): formants move by alpha
+    alpha: tuple[Annotated[float, Field(ge=0.7, le=1.4)], Annotated[float, Field(ge=0.7, le=1.4)]] = (0.9, 1.1)
+
+
+class ReverbAugment(_Augmentation):
+    rt60_s: tuple[Annotated[float, Field(gt=0.0, le=3.0)], Annotated[float, Field(gt=0.0, le=3.0)]] = (0.1, 0.8)
+    drr_db: Range = (0.0, 15.0)  # direct-to-reverberant energy ratio
+    predelay_ms: tuple[Annotated[float, Field(ge=0.0, le=100.0)], Annotated[float, Field(ge=0.0, le=100.0)]] = (
+        0.0,
+        20.0,
+    )
+
+
+class TelephoneAugment(_Augmentation):
+    band_hz: Range = (300.0, 3400.0)  # kept; the signal also goes through 8 kHz and back
+
+
+class EqAugment(_Augmentation):
+    bands: tuple[Annotated[int, Field(ge=1, le=8)], Annotated[int, Field(ge=1, le=8)]] = (1, 3)
+    gain_db: tuple[Annotated[float, Field(ge=-30, le=30)], Annotated[float, Field(ge=-30, le=30)]] = (-10.0, 10.0)
+
+
+class ClipAugment(_Augmentation):
+    drive_db: tuple[Annotated[float, Field(ge=0, le=40)], Annotated[float, Field(ge=0, le=40)]] = (0.0, 12.0)
+    soft_share: Share = 0.5  # of clipped utterances: tanh saturation rather than a hard limit
+
+
+class QuantizeAugment(_Augmentation):
+    mu_law_share: Share = 0.5  # of quantized utterances: 8-bit mu-law (telephony); the rest 8-bit linear
+
+
+class BabbleAugment(_Augmentation):
+    snr_db: Range = (15.0, 25.0)  # speech over babble
+    talkers: tuple[Annotated[int, Field(ge=1, le=10)], Annotated[int, Field(ge=1, le=10)]] = (2, 4)
+    bank: int = Field(16, ge=2, le=256)  # training sentences each render worker speaks once for babble
+
+
+class AugmentSettings(_Section):
+    """Waveform augmentation at synthesis (seqx/data/augment.py): each with a share of utterances and ranges.
+
+    All off by default: turned on by measurement (docs/benchmarks.md). Each draws from its own stream,
+    so turning one on leaves the others' draws as they were.
+    """
+
+    splits: list[Literal["train", "valid", "test"]] = Field(default_factory=lambda: ["train"])
+    speed: SpeedAugment = Field(default_factory=SpeedAugment)
+    pitch: PitchAugment = Field(default_factory=PitchAugment)
+    warp: WarpAugment = Field(default_factory=WarpAugment)
+    reverb: ReverbAugment = Field(default_factory=ReverbAugment)
+    babble: BabbleAugment = Field(default_factory=BabbleAugment)
+    telephone: TelephoneAugment = Field(default_factory=TelephoneAugment)
+    eq: EqAugment = Field(default_factory=EqAugment)
+    clip: ClipAugment = Field(default_factory=ClipAugment)
+    quantize: QuantizeAugment = Field(default_factory=QuantizeAugment)
+
+    @property
+    def any_on(self) -> bool:
+        """True when some augmentation applies to some utterances (its share is above 0)."""
+        return any(isinstance(v, _Augmentation) and v.share > 0 for _, v in self)
+
+
 class SynthSettings(_Section):
     """A voice-command corpus made on the spot from a command grammar."""
 
@@ -145,6 +230,7 @@ class SynthSettings(_Section):
     test_speakers: list[str] = Field(default_factory=list)
     valid_share: float = Field(0.08, gt=0.0, lt=0.5)  # of `size`, before the voice split
     test_share: float = Field(0.1, gt=0.0, lt=0.5)
+    augment: AugmentSettings = Field(default_factory=AugmentSettings)  # seqx/data/augment.py
 
     @model_validator(mode="after")
     def _check_grammar(self) -> SynthSettings:

@@ -24,7 +24,7 @@ import numpy as np
 import soundfile as sf
 import soxr
 
-from seqx.data import engines
+from seqx.data import augment, engines
 from seqx.data.manifest import CLIPPED_SUFFIX, TIGHT_SUFFIX, Utterance
 from seqx.data.noise import NOISE_KINDS, draw_noise, mix_at_snr
 from seqx.data.voices import all_voices, distinct_voices, split_voices, voice_name
@@ -60,6 +60,7 @@ class Plan:
     spoken: str = ""  # what the voice says when it is not the transcript (a clipped command)
     clip_start: float = 0.0  # share of the speech cut from its start (0: none)
     scales: tuple[float, float, float] | None = None  # piper's (length, noise, noise_w); None: the voice's own
+    augment: augment.Augment | None = None  # waveform augmentation (seqx/data/augment.py); None: none
 
     @property
     def says(self) -> str:
@@ -257,6 +258,29 @@ def with_piper_scales(plans: list[Plan], synth: SynthSettings) -> list[Plan]:
     return drawn
 
 
+def with_augmentation(plans: list[Plan], settings: DataSettings) -> list[Plan]:
+    """The plans of `data.synth.augment.splits` set to be augmented (their parameters are drawn in render).
+
+    When babble is on, its bank is a few training sentences (text, voice and delivery), drawn
+    from their own generator: every render worker says them once and cuts babble from them.
+    Plans are otherwise untouched, so the corpus with augmentation off is the one without.
+    """
+    settings_ = settings.synth.augment
+    if not settings_.any_on:
+        return plans
+    talkers: tuple[augment.Talker, ...] = ()
+    if settings_.babble.share > 0:
+        sources = [p for p in plans if p.split == "train" and p.text and not p.spoken and not p.clip_start]
+        rng = np.random.default_rng([settings.seed, augment.STREAM, len(augment.NAMES)])
+        picked = rng.choice(len(sources), size=min(settings_.babble.bank, len(sources)), replace=False)
+        talkers = tuple(
+            augment.Talker(sources[k].text, sources[k].voice, sources[k].rate, sources[k].pitch, sources[k].amplitude)
+            for k in sorted(picked.tolist())
+        )
+    how = augment.Augment(settings_, talkers)
+    return [replace(p, augment=how) if p.split in settings_.splits else p for p in plans]
+
+
 def render_order(plans: list[Plan]) -> list[Plan]:
     """The plans in the order to render them: piper's grouped by voice and setting, after the rest.
 
@@ -269,6 +293,7 @@ def render_order(plans: list[Plan]) -> list[Plan]:
 def render(plan: Plan, sample_rate: int) -> np.ndarray:
     """The utterance's samples at `sample_rate`: speech (or nothing), padding and noise."""
     rng = np.random.default_rng(list(plan.seed))
+    drawn = augment.draw(plan.augment.settings, plan.seed, len(plan.augment.talkers)) if plan.augment else None
     if plan.says:
         speech, rate_hz = speak(plan.says, plan.voice, plan.rate, plan.pitch, plan.amplitude, plan.scales)
         if speech.ndim > 1:
@@ -277,10 +302,14 @@ def render(plan: Plan, sample_rate: int) -> np.ndarray:
             speech = soxr.resample(speech, rate_hz, sample_rate).astype(np.float32)
         if plan.clip_start > 0:
             speech = clip_start(speech, sample_rate, plan.clip_start)
+        if drawn is not None:
+            speech = augment.apply_speaker(speech, drawn, sample_rate)
     else:
         speech = np.zeros(int(rng.uniform(0.5, 2.0) * sample_rate), dtype=np.float32)
     lead, trail = (np.zeros(int(s * sample_rate), dtype=np.float32) for s in (plan.lead_s, plan.trail_s))
     audio = np.concatenate([lead, speech, trail])
+    if drawn is not None and plan.augment is not None:
+        audio = augment.apply_room(audio, drawn, plan.augment, sample_rate, speaking=bool(plan.says))
     if plan.snr_db is not None:
         noise = draw_noise(plan.noise_kind, audio.size, sample_rate, rng, seed=plan.seed[0])
         if plan.says:
@@ -290,6 +319,8 @@ def render(plan: Plan, sample_rate: int) -> np.ndarray:
     peak = np.abs(audio).max()
     if peak > 0.99:
         audio = audio * (0.99 / peak)
+    if drawn is not None:
+        audio = augment.apply_channel(audio, drawn, sample_rate)
     return audio.astype(np.float32)
 
 
@@ -350,7 +381,7 @@ def corpus_plans(
     check_engines(voices)
     voices, dropped = distinct_voices(voices, workers)
     plans, heldout = plan_corpus(settings, voices)
-    return with_piper_scales(plans, settings.synth), heldout, voices, dropped
+    return with_augmentation(with_piper_scales(plans, settings.synth), settings), heldout, voices, dropped
 
 
 def synthesize(

@@ -1,0 +1,195 @@
+"""Waveform augmentation at synthesis (seqx/data/augment.py), on real espeak-ng speech."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+import soxr
+from conftest import REPO
+from scipy import signal
+
+from seqx.data import augment
+from seqx.data.manifest import read_manifest
+from seqx.data.stage import _key, run_data_stage
+from seqx.data.synth import corpus_plans, render, speak, speech_span
+from seqx.recipe import AugmentSettings, Voice, load_recipe
+from seqx.report import Collect
+
+SR = 16000
+SMALL = ["data.size=40", "data.synth.valid_voices=2", "data.synth.test_voices=2"]
+ALL_ON = [f"data.synth.augment.{name}.share=1" for name in augment.NAMES] + ["data.synth.augment.babble.bank=3"]
+
+
+@functools.lru_cache(maxsize=1)
+def _speech() -> np.ndarray:
+    """'check the battery' from espeak-ng at 16 kHz (a real voice, with a real spectrum)."""
+    audio, rate = speak("check the battery", Voice(language="en-us"), 160, 50, 100)
+    return soxr.resample(audio, rate, SR).astype(np.float32)
+
+
+def _band_share(audio: np.ndarray, low: float, high: float) -> float:
+    """Share of the audio's energy between low and high Hz."""
+    freqs, power = signal.welch(audio, SR, nperseg=1024)
+    return float(power[(freqs >= low) & (freqs <= high)].sum() / power.sum())
+
+
+def test_speed_changes_duration_by_the_factor() -> None:
+    speech = _speech()
+    for factor in (0.9, 1.1):
+        out = augment.speed(speech, factor, SR)
+        assert out.size / speech.size == pytest.approx(1 / factor, rel=0.002)
+
+
+def test_pitch_shift_keeps_duration_and_moves_f0() -> None:
+    import librosa
+
+    speech = _speech()
+    out = augment.pitch_shift(speech, 3.0, SR)
+    assert out.size == speech.size
+    f0_in = np.median(librosa.yin(speech, fmin=60, fmax=400, sr=SR))
+    f0_out = np.median(librosa.yin(out, fmin=60, fmax=400, sr=SR))
+    assert f0_out / f0_in == pytest.approx(2 ** (3 / 12), rel=0.08)
+
+
+def test_vocal_tract_warp_moves_the_spectrum_the_right_way() -> None:
+    speech = _speech()
+
+    def centroid(audio: np.ndarray) -> float:
+        freqs, power = signal.welch(audio, SR, nperseg=1024)
+        return float((freqs * power).sum() / power.sum())
+
+    t = np.arange(SR) / SR
+    tone = np.sin(2 * np.pi * 1000 * t).astype(np.float32)
+    for alpha in (0.85, 1.0, 1.15):  # below the knee a tone moves to alpha times its frequency
+        assert centroid(augment.warp(tone, alpha, SR)) == pytest.approx(1000 * alpha, rel=0.01)
+    low, high = centroid(augment.warp(speech, 0.85, SR)), centroid(augment.warp(speech, 1.15, SR))
+    assert low < centroid(speech) < high
+
+
+@pytest.mark.parametrize("rt60", [0.2, 0.6])
+def test_reverb_tail_decays_at_the_drawn_rt60(rt60: float) -> None:
+    """Schroeder's backward integral of the impulse falls 60 dB in rt60 (fitted from -5 to -25 dB, T20 x 3)."""
+    rir = augment.room_impulse(rt60, drr_db=5.0, predelay_ms=10.0, sample_rate=SR, seed=1).astype(np.float64)
+    delay = int(np.argmax(np.abs(rir)))
+    assert delay == int(10.0 * SR / 1000)  # the direct path after the pre-delay
+    tail = rir[delay + 1 :]
+    assert 10 * np.log10(1.0 / np.sum(tail**2)) == pytest.approx(5.0, abs=0.01)  # the drawn DRR
+    decay = 10 * np.log10(np.cumsum(tail[::-1] ** 2)[::-1] / np.sum(tail**2))
+    t = np.arange(decay.size) / SR
+    fit = (decay <= -5) & (decay >= -25)
+    slope = np.polyfit(t[fit], decay[fit], 1)[0]  # dB per second
+    assert -60 / slope == pytest.approx(rt60, rel=0.1)
+    # on speech: same length, and the padding after the speech now rings
+    speech = np.concatenate([_speech(), np.zeros(SR // 2, dtype=np.float32)])
+    wet = augment.reverberate(speech, rir.astype(np.float32))
+    assert wet.size == speech.size
+    end = speech_span(_speech(), SR)[1]
+    after = slice(end + 800, end + 1600)  # 50-100 ms after the speech ends
+    assert np.sum(wet[after] ** 2) > 100 * (np.sum(speech[after] ** 2) + 1e-12)
+
+
+def test_telephone_band_removes_energy_outside_it() -> None:
+    speech = _speech()
+    out = augment.telephone(speech, (300.0, 3400.0), SR)
+    assert out.size == speech.size
+    assert _band_share(speech, 0, 200) > 0.02 and _band_share(speech, 3800, 8000) > 0.005  # espeak-ng has both
+    assert _band_share(out, 0, 200) < 1e-3
+    assert _band_share(out, 3800, 8000) < 1e-3
+    assert _band_share(out, 300, 3400) > 0.98
+
+
+def test_eq_band_gain_at_its_centre() -> None:
+    t = np.arange(SR) / SR
+    tone = (0.1 * np.sin(2 * np.pi * 1000 * t)).astype(np.float32)
+    out = augment.equalize(tone, ((1000.0, 6.0, 1.0),), SR)
+    gain_db = 20 * np.log10(np.std(out[SR // 2 :]) / np.std(tone[SR // 2 :]))
+    assert gain_db == pytest.approx(6.0, abs=0.1)
+
+
+@pytest.mark.parametrize("soft", [False, True])
+def test_clipping_stays_within_the_old_peak(soft: bool) -> None:
+    speech = _speech()
+    peak = float(np.abs(speech).max())
+    out = augment.clip(speech, 12.0, soft)
+    assert np.abs(out).max() <= peak * (1 + 1e-6)
+    if not soft:
+        assert np.mean(np.abs(out) >= peak * 0.999) > 0.01  # flat tops: a real share at the limit
+    assert not np.allclose(out, speech, atol=1e-3)
+
+
+def test_mu_law_round_trip() -> None:
+    speech = _speech() / np.abs(_speech()).max() * 0.9
+    assert augment.mu_law_decode(augment.mu_law_encode(speech)) == pytest.approx(speech, abs=1e-5)
+    for mu_law, min_snr in ((True, 30.0), (False, 20.0)):
+        out = augment.quantize(speech, mu_law)
+        assert len(np.unique(out)) <= 256
+        snr = 10 * np.log10(np.sum(speech**2) / np.sum((out - speech) ** 2))
+        assert snr > min_snr
+
+
+def test_babble_is_other_voices_at_the_drawn_snr() -> None:
+    recipe = load_recipe(REPO / "recipes/commands.yaml", [*SMALL, "data.synth.augment.babble.share=1",
+                                                          "data.synth.augment.babble.bank=3"])
+    plans, *_ = corpus_plans(recipe.data, 1)
+    plan = next(p for p in plans if p.split == "train" and p.text)
+    assert plan.augment is not None and len(plan.augment.talkers) == 3
+    drawn = augment.draw(plan.augment.settings, plan.seed, 3)
+    assert drawn.active == ["babble"] and 2 <= len(drawn.babble[1]) <= 4
+    clean = render(replace(plan, snr_db=None, augment=None), SR)
+    noisy = render(replace(plan, snr_db=None), SR)
+    residual = noisy - clean  # the babble alone (no peak limit hit: espeak-ng speech stays below 0.99)
+    magnitude = np.abs(clean)
+    speech_power = np.mean(clean[magnitude > 0.02 * magnitude.max()] ** 2)
+    assert 10 * np.log10(speech_power / np.mean(residual**2)) == pytest.approx(drawn.babble[0], abs=0.5)
+
+
+def test_draws_are_seeded_and_independent() -> None:
+    """Same seed = same parameters; turning one augmentation on leaves the others' draws as they were."""
+    some = AugmentSettings(speed={"share": 0.5}, reverb={"share": 0.5}, eq={"share": 0.5})
+    more = AugmentSettings(speed={"share": 0.5}, reverb={"share": 0.5}, eq={"share": 0.5},
+                           warp={"share": 1.0}, clip={"share": 1.0})
+    seen = set()
+    for number in range(200):
+        a, b = augment.draw(some, (0, number)), augment.draw(more, (0, number))
+        assert a == augment.draw(some, (0, number))
+        assert (a.speed, a.reverb, a.eq) == (b.speed, b.reverb, b.eq)
+        assert b.warp is not None and b.clip is not None and a.warp is None
+        seen.add(a.speed is not None)
+    assert seen == {True, False}  # share 0.5: some on, some off
+    assert augment.draw(some, (1, 5)) != augment.draw(some, (0, 5)) or augment.draw(some, (1, 6)) != augment.draw(
+        some, (0, 6)
+    )
+
+
+def test_same_seed_same_audio_and_off_is_the_old_corpus() -> None:
+    recipe = load_recipe(REPO / "recipes/commands.yaml", [*SMALL, *ALL_ON])
+    plain = load_recipe(REPO / "recipes/commands.yaml", SMALL)
+    plans, *_ = corpus_plans(recipe.data, 1)
+    old, *_ = corpus_plans(plain.data, 1)
+    train = next(i for i, p in enumerate(plans) if p.split == "train" and p.text)
+    test = next(i for i, p in enumerate(plans) if p.split == "test" and p.text)
+    first = render(plans[train], SR)
+    assert np.array_equal(first, render(plans[train], SR))
+    assert not np.array_equal(first[: 1000], render(old[train], SR)[: 1000])
+    # the test split is not augmented (only `splits`, train by default): its audio is the old corpus's
+    assert plans[test].augment is None
+    assert np.array_equal(render(plans[test], SR), render(old[test], SR))
+    # augmentation off leaves the cache key of a corpus made before it existed
+    assert _key(plain) == _key(load_recipe(REPO / "recipes/commands.yaml",
+                                           [*SMALL, "data.synth.augment.speed.factor=[0.8,1.2]"]))
+    assert _key(plain) != _key(recipe)
+
+
+def test_tiny_corpus_renders_with_everything_on(tmp_path: Path) -> None:
+    recipe = load_recipe(REPO / "recipes/commands.yaml", [f"exp_dir={tmp_path}", *SMALL, *ALL_ON, "data.workers=2"])
+    run_data_stage(recipe, Collect())
+    train = read_manifest(recipe.data_dir / "train.jsonl")
+    assert len(train) >= 20
+    for utt in train[:10]:
+        audio, rate = sf.read(utt.audio, dtype="float32")
+        assert rate == SR and np.isfinite(audio).all() and 0 < np.abs(audio).max() <= 1.0
