@@ -145,6 +145,8 @@ def make_step(model: nn.Module, batch: tuple[Tensor, ...], dims: ModelDimensions
         for m in model.modules():
             if isinstance(m, nn.Dropout):
                 m.p = 0.0
+            elif isinstance(getattr(m, "dropout", None), float):  # attention dropout (ours: SDPA's dropout_p)
+                m.dropout = 0.0
     forward = torch.compile(model) if args.compile or "compile" in options else model
 
     def step() -> None:
