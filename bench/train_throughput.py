@@ -136,10 +136,11 @@ def make_step(model: nn.Module, batch: tuple[Tensor, ...], dims: ModelDimensions
               device: torch.device, options: frozenset[str] = frozenset()):  # noqa: ANN201
     """One full training step as a closure (forward, loss, backward, clip, AdamW).
 
-    options (a variant's `:`-suffixes, on top of --bf16/--compile): bf16, compile, nodrop (dropout 0).
+    options (a variant's `:`-suffixes, on top of --bf16/--compile): bf16, compile, nodrop (dropout 0),
+    unfused (AdamW's default per-tensor loop instead of the fused kernel seqx trains with).
     """
     feats, feat_lens, tokens_in, targets, target_lens = batch
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device.type == "cuda")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device.type in ("cuda", "cpu") and "unfused" not in options)
     autocast = args.bf16 or "bf16" in options
     if "nodrop" in options:
         for m in model.modules():
@@ -199,7 +200,7 @@ def main() -> None:
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="torch.profiler table over N more steps")
     parser.add_argument("--models", default="seqx,torch.nn.Transformer",
                         help="comma-separated models timed interleaved, each with optional options "
-                             "(seqx:bf16, seqx:compile, seqx:nodrop, seqx:bf16:nodrop...)")
+                             "(seqx:bf16, seqx:compile, seqx:nodrop, seqx:unfused, seqx:bf16:nodrop...)")
     parser.add_argument("--rows", type=int, default=25, help="rows of the --profile table")
     parser.add_argument("--peak-tflops", type=float, default=989.0, help="accelerator peak for MFU (H100 bf16 dense)")
     parser.add_argument("--json", action="store_true")
