@@ -140,7 +140,8 @@ def make_step(model: nn.Module, batch: tuple[Tensor, ...], dims: ModelDimensions
     unfused (AdamW's default per-tensor loop instead of the fused kernel seqx trains with).
     """
     feats, feat_lens, tokens_in, targets, target_lens = batch
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device.type in ("cuda", "cpu") and "unfused" not in options)
+    fused = device.type in ("cuda", "cpu") and "unfused" not in options
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=fused)
     autocast = args.bf16 or "bf16" in options
     if "nodrop" in options:
         for m in model.modules():
@@ -191,7 +192,8 @@ def main() -> None:
         parser.add_argument(f"--{name}", type=int, default=None)
     parser.add_argument("--frontend", choices=["none", "linear", "conv2d"], default=None, help="default: the recipe's")
     parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--frames", type=int, default=300, help="longest utterance in frames (10 ms; 80 ms with speech_embedding)")
+    parser.add_argument("--frames", type=int, default=300,
+                        help="longest utterance in frames (10 ms; 80 ms with speech_embedding)")
     parser.add_argument("--tokens", type=int, default=12, help="longest target in tokens")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)
