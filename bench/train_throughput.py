@@ -5,6 +5,13 @@ Usage:
     python bench/train_throughput.py --device cpu --d-model 144 --enc-layers 4 --dec-layers 2 \\
         --d-ff 576 --batch 8 --frames 300 --steps 5
     python bench/train_throughput.py --device cuda --bf16 --batch 64 --json   # + peak memory and MFU
+    python bench/train_throughput.py --device cpu --batch 24 --frames 40 --bf16 --compile   # cpu profile, 80 ms frames
+    python bench/train_throughput.py --device cpu --batch 24 --frames 40 --profile 3 --models seqx   # per-op table
+
+--bf16 is bf16 autocast (fp32 master weights, fp32 loss), on CUDA and on CPUs with native bf16
+(AVX512-BF16 / AMX; elsewhere it is emulated and slow). --compile wraps each model in
+torch.compile; its compile time (the warm-up steps) is reported apart. --profile N runs
+torch.profiler over N steps after the timed ones and prints the per-op table (self CPU time).
 
 One step = forward, the joint CTC/attention loss, backward, AdamW step, on synthetic random
 features (lengths drawn uniformly in [frames/2, frames], about 1.5-3 s of speech at the 10 ms
@@ -126,15 +133,27 @@ def model_flops(model: Seq2SeqTransformer, dims: ModelDimensions, feat_lens: Ten
 
 
 def make_step(model: nn.Module, batch: tuple[Tensor, ...], dims: ModelDimensions, args: argparse.Namespace,
-              device: torch.device):  # noqa: ANN201
-    """One full training step as a closure (forward, loss, backward, clip, AdamW)."""
+              device: torch.device, options: frozenset[str] = frozenset()):  # noqa: ANN201
+    """One full training step as a closure (forward, loss, backward, clip, AdamW).
+
+    options (a variant's `:`-suffixes, on top of --bf16/--compile): bf16, compile, nodrop (dropout 0),
+    unfused (AdamW's default per-tensor loop instead of the fused kernel seqx trains with).
+    """
     feats, feat_lens, tokens_in, targets, target_lens = batch
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device.type == "cuda")
-    autocast = device.type == "cuda" and args.bf16
+    fused = device.type in ("cuda", "cpu") and "unfused" not in options
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=fused)
+    autocast = args.bf16 or "bf16" in options
+    if "nodrop" in options:
+        for m in model.modules():
+            if isinstance(m, nn.Dropout):
+                m.p = 0.0
+            elif isinstance(getattr(m, "dropout", None), float):  # attention dropout (ours: SDPA's dropout_p)
+                m.dropout = 0.0
+    forward = torch.compile(model) if args.compile or "compile" in options else model
 
     def step() -> None:
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast):
-            out = model(feats, feat_lens, tokens_in, target_lens)
+            out = forward(feats, feat_lens, tokens_in, target_lens)
             loss, _ = joint_loss(out, targets, target_lens, dims, 0.3 if dims.ctc else 0.0, 0.1)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
@@ -142,6 +161,17 @@ def make_step(model: nn.Module, batch: tuple[Tensor, ...], dims: ModelDimensions
         opt.zero_grad(set_to_none=True)
 
     return step
+
+
+def profile_table(step, n: int, rows: int) -> str:  # noqa: ANN001
+    """torch.profiler over n steps: per-op self CPU time, most expensive first (the step's hot spots)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+    with profile(activities=activities) as prof:
+        for _ in range(n):
+            step()
+    return prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows)
 
 
 def time_step(step, device: torch.device) -> float:  # noqa: ANN001
@@ -162,11 +192,18 @@ def main() -> None:
         parser.add_argument(f"--{name}", type=int, default=None)
     parser.add_argument("--frontend", choices=["none", "linear", "conv2d"], default=None, help="default: the recipe's")
     parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--frames", type=int, default=300, help="longest utterance in frames (10 ms each)")
+    parser.add_argument("--frames", type=int, default=300,
+                        help="longest utterance in frames (10 ms; 80 ms with speech_embedding)")
     parser.add_argument("--tokens", type=int, default=12, help="longest target in tokens")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--bf16", action="store_true", help="bf16 autocast (CUDA only)")
+    parser.add_argument("--bf16", action="store_true", help="bf16 autocast (CUDA, or a CPU with AVX512-BF16/AMX)")
+    parser.add_argument("--compile", action="store_true", help="torch.compile each model (compile time apart)")
+    parser.add_argument("--profile", type=int, default=0, metavar="N", help="torch.profiler table over N more steps")
+    parser.add_argument("--models", default="seqx,torch.nn.Transformer",
+                        help="comma-separated models timed interleaved, each with optional options "
+                             "(seqx:bf16, seqx:compile, seqx:nodrop, seqx:unfused, seqx:bf16:nodrop...)")
+    parser.add_argument("--rows", type=int, default=25, help="rows of the --profile table")
     parser.add_argument("--peak-tflops", type=float, default=989.0, help="accelerator peak for MFU (H100 bf16 dense)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -190,13 +227,23 @@ def main() -> None:
     frames = float(ours.encoder.frontend.output_lengths(batch[1]).sum())
     flops = model_flops(ours, dims, batch[1], batch[4])
 
-    models = {"seqx": ours, "torch.nn.Transformer": theirs}
-    steps = {name: make_step(model, batch, dims, args, device) for name, model in models.items()}
+    # a variant is a model name with options: seqx:bf16:compile is our model (its own copy) under both
+    models, steps = {}, {}
+    for name in args.models.split(","):
+        base, *options = name.split(":")
+        if base not in ("seqx", "torch.nn.Transformer"):
+            parser.error(f"--models: unknown model {base!r}")
+        model = ours if base == "seqx" else theirs
+        models[name] = copy.deepcopy(model) if name != base else model
+        steps[name] = make_step(models[name], batch, dims, args, device, frozenset(options))
     times: dict[str, list[float]] = {name: [] for name in models}
     peak: dict[str, float] = {}
-    for name, step in steps.items():  # warm up (kernels, allocator), then peak memory of one step each
+    warmup_s: dict[str, float] = {}
+    for name, step in steps.items():  # warm up (kernels, allocator, compilation), then peak memory of one step each
+        started = time.perf_counter()
         for _ in range(args.warmup):
             step()
+        warmup_s[name] = time.perf_counter() - started
         if device.type == "cuda":
             torch.cuda.synchronize(device)
             torch.cuda.reset_peak_memory_stats(device)
@@ -208,12 +255,14 @@ def main() -> None:
     results = {}
     for name, model in models.items():
         seconds = statistics.median(times[name])
+        model = getattr(model, "_orig_mod", model)
         row = {
             "params": sum(p.numel() for p in model.parameters()),
             "step_ms": 1000 * seconds,
             "utt_per_s": args.batch / seconds,
             "enc_frames_per_s": frames / seconds,
             "model_tflops_per_step": flops / 1e12,
+            "warmup_s": warmup_s[name],  # includes torch.compile's compilation with --compile
         }
         if device.type == "cuda":
             row["peak_memory_gib"] = peak[name]
@@ -222,22 +271,31 @@ def main() -> None:
     report = {
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else f"cpu ({torch.get_num_threads()} threads)",
         "torch": torch.__version__,
-        "bf16": device.type == "cuda" and args.bf16,
+        "bf16": args.bf16,
+        "compile": args.compile,
         "dims": {k: getattr(dims, k) for k in ("d_model", "heads", "enc_layers", "dec_layers", "d_ff", "frontend", "ctc")},
         "batch": args.batch, "frames": args.frames, "tokens": args.tokens, "steps": args.steps,
         "results": results,
-        "ratio_utt_per_s": results["seqx"]["utt_per_s"] / results["torch.nn.Transformer"]["utt_per_s"],
     }
+    if "seqx" in results and "torch.nn.Transformer" in results:
+        report["ratio_utt_per_s"] = results["seqx"]["utt_per_s"] / results["torch.nn.Transformer"]["utt_per_s"]
+    if args.profile:
+        report["profile"] = profile_table(steps[next(iter(steps))], args.profile, args.rows)
     if args.json:
         print(json.dumps(report, indent=1))
         return
-    print(f"{report['device']}, torch {report['torch']}, bf16={report['bf16']}, dims {report['dims']}")
+    print(f"{report['device']}, torch {report['torch']}, bf16={report['bf16']}, compile={args.compile}, "
+          f"dims {report['dims']}")
     print(f"batch {args.batch} x <= {args.frames} frames, <= {args.tokens} tokens, {args.steps} timed steps")
     for name, row in results.items():
         extra = f"  peak {row['peak_memory_gib']:.2f} GiB  MFU {100 * row['mfu']:.1f}%" if "mfu" in row else ""
-        print(f"{name:>22}: {row['params'] / 1e6:6.2f} M params  {row['step_ms']:8.1f} ms/step  "
-              f"{row['utt_per_s']:8.1f} utt/s  {row['enc_frames_per_s']:10.0f} enc frames/s{extra}")
-    print(f"ours / baseline: {report['ratio_utt_per_s']:.2f}x")
+        print(f"{name:>24}: {row['params'] / 1e6:6.2f} M params  {row['step_ms']:8.1f} ms/step  "
+              f"{row['utt_per_s']:8.1f} utt/s  {row['enc_frames_per_s']:10.0f} enc frames/s  "
+              f"warm-up {row['warmup_s']:.1f} s{extra}")
+    if "ratio_utt_per_s" in report:
+        print(f"ours / baseline: {report['ratio_utt_per_s']:.2f}x")
+    if args.profile:
+        print(report["profile"])
 
 
 if __name__ == "__main__":

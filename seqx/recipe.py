@@ -381,7 +381,7 @@ class TrainSettings(_Section):
     label_smoothing: float = Field(0.1, ge=0.0, lt=1.0)
     grad_clip: float = Field(5.0, ge=0.0)  # 0 = no clipping
     accum_steps: int = Field(1, ge=1, le=1024)
-    bf16: bool = True  # autocast on CUDA; ignored on CPU
+    bf16: bool = True  # autocast on CUDA and on CPUs with native bf16 (AVX512-BF16, AMX); fp32 elsewhere
     keep_last: int = Field(3, ge=1, le=100)  # epoch checkpoints kept
     average_best: int = Field(3, ge=1, le=100)  # best-by-valid checkpoints averaged into the bundle
     early_stop_patience: int = Field(0, ge=0)  # epochs without valid improvement; 0 = off

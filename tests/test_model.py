@@ -76,6 +76,23 @@ def test_one_query_path_equals_the_fused_kernel(dtype: torch.dtype) -> None:
     assert torch.allclose(mha(x, xa, mask=xmask), reference, atol=1e-6)
 
 
+def test_bf16_training_attention_on_cpu_matches_fp32() -> None:
+    """bf16 training on a CPU attends with SDPA's maths backend (the flash kernel's bf16 backward
+    is slow): same output and gradients as fp32, up to bf16 rounding, padding masked."""
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 4).train()
+    x = torch.randn(3, 5, 16, requires_grad=True)
+    mask = ~make_pad_mask(torch.tensor([5, 2, 4]))[:, None, None, :]
+    y32 = mha(x, mask=mask)
+    (g32,) = torch.autograd.grad(y32.square().sum(), x)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y16 = mha(x, mask=mask)
+    (g16,) = torch.autograd.grad(y16.float().square().sum(), x)
+    assert y16.dtype == torch.bfloat16
+    assert torch.allclose(y16.float(), y32, atol=5e-2, rtol=5e-2)
+    assert torch.allclose(g16, g32, atol=1e-1, rtol=1e-1)
+
+
 @pytest.mark.parametrize("frontend", ["none", "linear", "conv2d"])
 def test_frontend_lengths(frontend: str) -> None:
     fe = FrontEnd(frontend, 16, 16)

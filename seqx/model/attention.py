@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 
 def make_pad_mask(lens: Tensor, max_len: int | None = None) -> Tensor:
@@ -130,6 +131,11 @@ class MultiHeadAttention(nn.Module):
         if q.shape[2] <= SHORT_QUERY and q.device.type == "cpu" and not self.training:
             return short_query_attention(q, k, v, mask)
         p = self.dropout if self.training else 0.0
+        if q.device.type == "cpu" and q.dtype == torch.bfloat16 and q.requires_grad:
+            # torch 2.11's CPU flash kernel (what SDPA picks without dropout) has a bf16 backward 5x slower
+            # than the unfused maths (docs/benchmarks.md, "Training throughput"); its forward is fine
+            with sdpa_kernel(SDPBackend.MATH):
+                return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
 
     @staticmethod
