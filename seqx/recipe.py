@@ -133,6 +133,11 @@ class SynthSettings(_Section):
         0.6,
     )  # share of the speech cut from the start, drawn per clipped utterance
     heldout_command_share: float = Field(0.1, ge=0.0, le=0.5)  # distinct commands never in train
+    # this share of train's commands again as out-of-grammar strings of the grammar's words
+    # (shuffled, swapped, random) with their real transcripts: the free decoder learns to say what
+    # it heard, not the nearest command, which is what rejection compares against. On top of the
+    # corpus: 0 = none, and the rest is the same either way. Train only.
+    oog_share: float = Field(0.0, ge=0.0, le=0.5)
     valid_voices: int = Field(4, ge=1)  # voices reserved for valid (never in train)
     test_voices: int = Field(6, ge=1)  # voices reserved for test (never in train or valid)
     # An engine heard only in test ("a new kind of voice"): all its voices are test speakers and none

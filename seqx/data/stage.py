@@ -45,7 +45,10 @@ def _key(recipe: Recipe) -> str:
         inputs = [input_signature(Path(p)) for p in (m.train, m.valid, m.test) if p]
     elif recipe.data.synth.grammar is not None and recipe.data.synth.grammar.file:
         inputs = [input_signature(Path(recipe.data.synth.grammar.file))]  # a grammar file: its contents count
-    return fingerprint(STAGE_VERSION, recipe.data.model_dump(mode="json", exclude={"workers"}), inputs)
+    settings = recipe.data.model_dump(mode="json", exclude={"workers"})
+    if not settings["synth"]["oog_share"]:
+        del settings["synth"]["oog_share"]  # added later: corpora made without it stay fresh
+    return fingerprint(STAGE_VERSION, settings, inputs)
 
 
 def input_signature(path: Path) -> object:
