@@ -339,6 +339,9 @@ class DecodeSettings(_Section):
     # replaces max_ctc_gap, which applies to free decoding). `auto`: chosen on the valid split
     # (its commands and out-of-grammar sentences) when training ends, stored in the bundle
     reject_margin: Annotated[float, Field(ge=0.0, le=100.0)] | Literal["auto"] = "auto"
+    # with a grammar: a free (unconstrained) beam of this width over the same encoder pass, to
+    # compare the grammar's answer with what the model hears; 0 = none
+    free_beam: int = Field(4, ge=0, le=256)
     # no-speech gate: a file in which no 32 ms window reaches this Silero VAD speech probability
     # is not understood, whatever the model would say (loud noise); 0 = off
     vad_threshold: float = Field(0.5, ge=0.0, lt=1.0)

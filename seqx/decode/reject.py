@@ -37,6 +37,19 @@ class Calibration:
         return asdict(self)
 
 
+def word_distance(a: str, b: str) -> float:
+    """Word edit distance between two sentences over the longer one's words (0 same .. 1 nothing shared)."""
+    x, y = a.split(), b.split()
+    if not x and not y:
+        return 0.0
+    row = list(range(len(y) + 1))
+    for i, wx in enumerate(x, 1):
+        prev, row[0] = row[0], i
+        for j, wy in enumerate(y, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (wx != wy))
+    return row[-1] / max(len(x), len(y))
+
+
 def choose_margin(command_gaps: list[float | None], negative_gaps: list[float | None]) -> tuple[float, float, float]:
     """(margin, false-reject rate, false-accept rate). A None gap was rejected before the check
     (no speech, no answer): a false reject for a command, a right reject for a negative."""
@@ -55,6 +68,41 @@ def choose_margin(command_gaps: list[float | None], negative_gaps: list[float | 
     tied = [c for c, e in zip(cuts, errors) if e <= best + 1e-12]
     margin = max(tied[len(tied) // 2], 0.0)
     return (margin, *rates(margin))
+
+
+def _cuts(values: list[float | None]) -> list[float]:
+    finite = sorted({v for v in values if v is not None and math.isfinite(v)})
+    if not finite:
+        return [math.inf]
+    return [finite[0] - 0.01] + [(a + b) / 2 for a, b in zip(finite, finite[1:])] + [finite[-1] + 0.01]
+
+
+def choose_pair(
+    commands: list[tuple[float, float] | None], negatives: list[tuple[float, float] | None]
+) -> tuple[float, float, float, float]:
+    """(gap margin, distance margin, false-reject rate, false-accept rate) for the rule "reject
+    when the CTC gap is above the first or the free/constrained word distance above the second".
+    An item is (gap, distance), None when rejected before the check. Each distance cut gets its
+    best gap cut (`choose_margin`, the middle of ties); of the distance cuts the one with the
+    fewest errors wins, the most lenient of ties (a distance of 1 = the check off)."""
+    if not commands:
+        return FALLBACK, 1.0, 0.0, 0.0
+    best: tuple[float, float, float, float] | None = None
+    for cut in sorted(set(_cuts([p[1] for p in commands + negatives if p is not None]) + [1.0]), reverse=True):
+        cut = min(cut, 1.0)
+
+        def gap_or_none(p: tuple[float, float] | None, cut: float = cut) -> float | None:
+            # rejected by the distance: treated as already rejected for the gap's choice
+            return None if p is None or p[1] > cut else p[0]
+
+        cmd, neg = [gap_or_none(p) for p in commands], [gap_or_none(p) for p in negatives]
+        margin = choose_margin(cmd, neg)[0]
+        fr = sum(g is None or g > margin for g in cmd) / len(cmd)
+        fa = sum(g is not None and g <= margin for g in neg) / max(len(neg), 1)
+        if best is None or fr + fa < best[2] + best[3] - 1e-12:
+            best = (margin, cut, fr, fa)
+    assert best is not None
+    return best
 
 
 def calibrate(
