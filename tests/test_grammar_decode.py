@@ -95,7 +95,7 @@ def test_bundle_stores_grammar_and_reject_margin(trained: tuple[Recipe, Bundle])
 def test_constrained_equals_free_where_free_is_a_command(trained: tuple[Recipe, Bundle]) -> None:
     recipe, bundle = trained
     paths = [u.audio for u in _utts(recipe) + _utts(recipe, "test") if u.text]
-    loose = {"max_ctc_gap": 0.0, "reject_margin": 0.0}  # compare the searches, not the rejection
+    loose = {"max_ctc_gap": 0.0, "reject_margin": 0.0, "reject_distance": 1.0}  # the searches, not the rejection
     for beam in (1, 4):
         free = transcribe_files(bundle, paths, bundle.decode.model_copy(update={"beam": beam, "grammar": "none", **loose}))
         ruled = transcribe_files(bundle, paths, bundle.decode.model_copy(update={"beam": beam, **loose}))

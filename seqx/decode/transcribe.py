@@ -15,8 +15,11 @@ None, `reason` saying why) when:
   (loud noise; the model is not asked either);
 - rejected: the CTC gap of the answer (seqx/decode/ctc_gap.py: how much less likely per
   frame than the CTC head's own best path) is above `decode.reject_margin` when a grammar
-  constrained the search, `decode.max_ctc_gap` when it did not; the constrained answer of
-  something the grammar cannot say is far from what the CTC head heard;
+  constrained the search, `decode.max_ctc_gap` when it did not; or, with a grammar, the
+  free transcript of the same encoder pass (a free beam of `decode.free_beam`, else the CTC
+  best path) is more than `decode.reject_distance` of its words away from the grammar's
+  answer: the model heard something the grammar cannot say, and the grammar's nearest
+  sentence is not what was said;
 - low confidence: below `decode.min_confidence` (off by default); cut off: a loop or the
   length cap; no answer: the constrained beam ended no sentence.
 """
@@ -32,6 +35,7 @@ import torch
 
 from seqx.decode.bundle import Bundle
 from seqx.decode.ctc_gap import ctc_gaps_from
+from seqx.decode.distance import word_distance
 from seqx.decode.search import Hypothesis, decode_batch
 from seqx.errors import AudioError
 from seqx.featurize.audio import load_audio
@@ -67,6 +71,8 @@ class Result:
     free_text: str | None = None
     free_gap: float | None = None
     ctc_text: str | None = None  # the CTC head's best path as text (with a grammar)
+    # word edit distance of the free transcript (free_text, else ctc_text) to the grammar's answer
+    free_distance: float | None = None
 
     @property
     def rtf(self) -> float:
@@ -350,6 +356,11 @@ def _fill(
     # grammar's nearest sentence to something it cannot say)
     margin = settings.margin(constrained=grammar is not None)
     made_up = margin > 0 and result.ctc_gap is not None and result.ctc_gap > margin
+    if grammar is not None:
+        # what the model hears when it may say anything, against what the grammar made of it
+        heard = result.free_text if result.free_text is not None else result.ctc_text
+        result.free_distance = word_distance(heard, result.text) if heard is not None else None
+        made_up |= result.free_distance is not None and result.free_distance > settings.distance(constrained=True)
     reason = (
         "no answer" if not result.text
         else "cut off" if best.flagged
