@@ -88,6 +88,6 @@ def test_choose_pair_uses_both_checks() -> None:
     commands = [(0.01, 0.0), (0.02, 0.0), (0.03, 0.2), None]
     negatives = [(0.6, 0.0), (0.02, 0.8), None, (0.05, 0.6)]
     gap, distance, fr, fa = choose_pair(commands, negatives)
-    assert 0.03 < gap < 0.6 and 0.2 < distance < 0.6 and fr == 0.25 and fa == 0.0
+    assert 0.03 < gap < 0.6 and 0.2 < distance < 0.8 and fr == 0.25 and fa == 0.0
     only_gap = choose_pair(commands, negatives, distance=1.0)
     assert only_gap[1] == 1.0 and only_gap[2] + only_gap[3] > fr + fa

@@ -178,8 +178,9 @@ def joint_gaps(
 ) -> list[float | None]:
     """Per utterance, (free best's joint log-score - constrained best's) / encoder frames: a
     log-likelihood ratio per frame (0 when they agree; large when the grammar's answer is far
-    less likely than what the model would say freely). Scores are un-normalized first (the
-    beam ranks by score / (tokens + 1) ** length_penalty); a flagged free best does not count."""
+    less likely than what the model would say freely; below 0 when the narrower free beam found
+    a longer answer of lower total score). Scores are un-normalized first (the beam ranks by
+    score / (tokens + 1) ** length_penalty); a flagged free best does not count."""
     known = [b is not None and f is not None and not f.flagged for b, f in zip(best, free, strict=True)]
     if not any(known):
         return [None] * len(best)
@@ -187,7 +188,7 @@ def joint_gaps(
     scores = torch.tensor([[b.score, f.score] for b, f in pairs], dtype=torch.float64)  # (B, 2)
     lengths = torch.tensor([[len(b.tokens) + 1, len(f.tokens) + 1] for b, f in pairs], dtype=torch.float64)
     raw = scores * lengths**length_penalty
-    gap = ((raw[:, 1] - raw[:, 0]).clamp(min=0.0) / mem_lens.cpu().clamp(min=1).double()).tolist()
+    gap = ((raw[:, 1] - raw[:, 0]) / mem_lens.cpu().clamp(min=1).double()).tolist()
     return [g if k else None for g, k in zip(gap, known, strict=True)]
 
 
