@@ -42,7 +42,8 @@ def test_train_says_out_of_grammar_strings_and_eval_splits_do_not(trained: tuple
     oog = [u for u in train if u.id.endswith("-oog")]
     assert oog and all(u.text and not bundle.grammar.accepts(u.text) for u in oog)
     for split in ("valid", "test"):
-        assert all(not u.text or bundle.grammar.accepts(u.text) for u in read_manifest(recipe.data_dir / f"{split}.jsonl"))
+        utts = read_manifest(recipe.data_dir / f"{split}.jsonl")
+        assert all(not u.text or bundle.grammar.accepts(u.text) for u in utts)
 
 
 def test_free_disagreement_rejects_out_of_grammar_and_keeps_a_command(trained: tuple[Recipe, Bundle]) -> None:

@@ -184,7 +184,8 @@ def joint_gaps(
     known = [b is not None and f is not None and not f.flagged for b, f in zip(best, free, strict=True)]
     if not any(known):
         return [None] * len(best)
-    pairs = [(b, f) if k else (Hypothesis([], 0.0, 0.0), Hypothesis([], 0.0, 0.0)) for b, f, k in zip(best, free, known)]
+    empty = Hypothesis([], 0.0, 0.0)
+    pairs = [(b, f) if k else (empty, empty) for b, f, k in zip(best, free, known, strict=True)]
     scores = torch.tensor([[b.score, f.score] for b, f in pairs], dtype=torch.float64)  # (B, 2)
     lengths = torch.tensor([[len(b.tokens) + 1, len(f.tokens) + 1] for b, f in pairs], dtype=torch.float64)
     raw = scores * lengths**length_penalty
