@@ -45,7 +45,8 @@ def records(recipe_path: str, model: str, overrides: list[str], split: str, n_oo
     constraint = Constraint(grammar, bundle.automaton(grammar))
     utts = read_manifest(recipe.data_dir / f"{split}.jsonl")
     folder = recipe.eval_dir / ("negatives" if split == "test" else f"negatives-{split}")
-    negatives = build_negatives(recipe, grammar, split, folder, n_oog=n_oog, noise_repeats=1)
+    # the repeats evaluate (test) and calibrate (valid) use, so the folders are shared, not remade
+    negatives = build_negatives(recipe, grammar, split, folder, n_oog=n_oog, noise_repeats=2 if split == "test" else 1)
     settings = bundle.decode.model_copy(update={"reject_margin": 0.0, "max_ctc_gap": 0.0})
     paths = [u.audio for u in utts] + [n.audio for n in negatives]
     results = transcribe_files(bundle, paths, settings, constraint=constraint)
