@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from seqx.data.manifest import read_manifest  # noqa: E402
 from seqx.decode.bundle import load_bundle  # noqa: E402
-from seqx.decode.transcribe import Constraint, featurize, heard_speech, search  # noqa: E402
+from seqx.decode.transcribe import Constraint, featurize, heard_speech, search_checked  # noqa: E402
 from seqx.featurize.audio import load_audio  # noqa: E402
 from seqx.grammar.tokens import compile_tokens  # noqa: E402
 from seqx.recipe import load_recipe  # noqa: E402
@@ -39,10 +39,11 @@ def main() -> None:
     parser.add_argument("--split", default="test")
     parser.add_argument("--beam", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--set", action="append", default=[], dest="overrides", help="recipe override KEY=VALUE")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    recipe = load_recipe(args.recipe).for_device("cpu")
+    recipe = load_recipe(args.recipe, args.overrides).for_device("cpu")
     bundle = load_bundle(args.model, device="cpu")
     if bundle.grammar is None:
         sys.exit(f"{args.model}: the bundle has no grammar")
@@ -58,20 +59,26 @@ def main() -> None:
     vad_rtf = (time.perf_counter() - started) / audio_s
     feats = sorted((featurize(bundle, w) for w in waves), key=lambda f: f.shape[0])
     settings = bundle.decode.model_copy(update={"beam": args.beam, "precision": "fp32"})
-    modes = {"free": Constraint(), "constrained": Constraint(bundle.grammar, automaton)}
+    grammar = Constraint(bundle.grammar, automaton)
+    # constrained+free: with the free beam (decode.free_beam) that rejection compares against
+    modes = {"free": (Constraint(), 0), "constrained": (grammar, 0), "constrained+free": (grammar, settings.free_beam)}
     best = {mode: float("inf") for mode in modes}
     for _ in range(args.rounds):
-        for mode, constraint in modes.items():
+        for mode, (constraint, free_beam) in modes.items():
             started = time.perf_counter()
+            checked = settings.merged(free_beam=free_beam)
             for first in range(0, len(feats), settings.batch_size):
-                search(bundle, feats[first : first + settings.batch_size], settings, automaton=constraint.automaton)
+                batch = feats[first : first + settings.batch_size]
+                search_checked(bundle, batch, checked, automaton=constraint.automaton)
             best[mode] = min(best[mode], time.perf_counter() - started)
     rtf = {mode: seconds / audio_s for mode, seconds in best.items()}
     figures = {
         "model": args.model, "split": args.split, "utterances": len(utts), "audio_s": round(audio_s, 1),
         "beam": args.beam, "ctc_weight": settings.ctc_weight, "batch_size": settings.batch_size,
         "rtf_free": round(rtf["free"], 4), "rtf_constrained": round(rtf["constrained"], 4),
-        "ratio": round(rtf["constrained"] / rtf["free"], 3), "vad_rtf": round(vad_rtf, 5),
+        "ratio": round(rtf["constrained"] / rtf["free"], 3), "free_beam": settings.free_beam,
+        "rtf_constrained_free": round(rtf["constrained+free"], 4),
+        "ratio_with_free_beam": round(rtf["constrained+free"] / rtf["free"], 3), "vad_rtf": round(vad_rtf, 5),
         "automaton_states": automaton.num_states, "automaton_arcs": automaton.num_arcs,
         "vocab": automaton.vocab_size, "compile_s": round(compile_s, 3), "sentences": bundle.grammar.count(),
         "threads": torch.get_num_threads(),

@@ -218,6 +218,11 @@ class SynthSettings(_Section):
         0.6,
     )  # share of the speech cut from the start, drawn per clipped utterance
     heldout_command_share: float = Field(0.1, ge=0.0, le=0.5)  # distinct commands never in train
+    # this share of train's commands again as out-of-grammar strings of the grammar's words
+    # (shuffled, swapped, random) with their real transcripts: the free decoder learns to say what
+    # it heard, not the nearest command, which is what rejection compares against. On top of the
+    # corpus: 0 = none, and the rest is the same either way. Train only.
+    oog_share: float = Field(0.0, ge=0.0, le=0.5)
     valid_voices: int = Field(4, ge=1)  # voices reserved for valid (never in train)
     test_voices: int = Field(6, ge=1)  # voices reserved for test (never in train or valid)
     # An engine heard only in test ("a new kind of voice"): all its voices are test speakers and none
@@ -425,6 +430,14 @@ class DecodeSettings(_Section):
     # replaces max_ctc_gap, which applies to free decoding). `auto`: chosen on the valid split
     # (its commands and out-of-grammar sentences) when training ends, stored in the bundle
     reject_margin: Annotated[float, Field(ge=0.0, le=100.0)] | Literal["auto"] = "auto"
+    # with a grammar: a free (unconstrained) beam of this width over the same encoder pass, to
+    # compare the grammar's answer with what the model hears; 0 = none
+    free_beam: int = Field(4, ge=0, le=256)
+    # with a grammar: a result whose free transcript (the free beam's best; the CTC best path when
+    # free_beam is 0) differs from the grammar's answer by more than this share of words (word
+    # edit distance over the longer's words) is rejected: the model heard something the grammar
+    # cannot say. 1 = off; `auto`: chosen on valid together with reject_margin, stored in the bundle
+    reject_distance: Annotated[float, Field(ge=0.0, le=1.0)] | Literal["auto"] = "auto"
     # no-speech gate: a file in which no 32 ms window reaches this Silero VAD speech probability
     # is not understood, whatever the model would say (loud noise); 0 = off
     vad_threshold: float = Field(0.5, ge=0.0, lt=1.0)
@@ -437,6 +450,13 @@ class DecodeSettings(_Section):
         if constrained and self.reject_margin != "auto":
             return float(self.reject_margin)
         return self.max_ctc_gap
+
+    def distance(self, constrained: bool) -> float:
+        """The free/constrained word-distance threshold that applies (1.0 = no check: free
+        decoding, or `auto` not chosen yet)."""
+        if constrained and self.reject_distance != "auto":
+            return float(self.reject_distance)
+        return 1.0
 
     @property
     def greedy(self) -> bool:

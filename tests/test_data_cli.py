@@ -14,7 +14,9 @@ from seqx.cli.app import COMMAND_MODULES, app
 for _name in COMMAND_MODULES:  # as main() does: register every command
     importlib.import_module(f"seqx.cli.{_name}")
 
-SMALL = ["data.size=30", "data.synth.valid_voices=2", "data.synth.test_voices=2", "data.synth.empty_share=0"]
+# oog_share 0: the counts below are of the commands alone
+SMALL = ["data.size=30", "data.synth.valid_voices=2", "data.synth.test_voices=2", "data.synth.empty_share=0",
+         "data.synth.oog_share=0"]  # fmt: skip
 
 
 def _args(tmp_path: Path, *extra: str) -> list[str]:

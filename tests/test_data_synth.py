@@ -13,14 +13,15 @@ from conftest import REPO, enumerate_sentences
 from seqx.data.manifest import read_manifest
 from seqx.data.noise import NOISE_KINDS, draw_noise, mix_at_snr
 from seqx.data.stage import run_data_stage
-from seqx.data.synth import plan_corpus, render, speech_span
+from seqx.data.synth import OOG_SUFFIX, plan_corpus, render, speech_span
 from seqx.data.voices import all_voices, distinct_voices
 from seqx.grammar import GrammarError, is_heldout, load_grammar
 from seqx.errors import SeqxError
 from seqx.recipe import Recipe, RecipeError, Voice, load_recipe
 from seqx.report import Collect
 
-SMALL = ["data.size=40", "data.synth.valid_voices=2", "data.synth.test_voices=2"]
+# oog_share 0: these tests count and read the commands (tests/test_reject.py covers the oog ones)
+SMALL = ["data.size=40", "data.synth.valid_voices=2", "data.synth.test_voices=2", "data.synth.oog_share=0"]
 SPLITS = ("train", "valid", "test")
 
 
@@ -54,13 +55,28 @@ def test_corpus_is_drawn_from_the_grammar_and_holds_out_by_hash() -> None:
         grammar = load_grammar(recipe)
         plans, heldout = plan_corpus(recipe.data)
         share, seed = recipe.data.synth.heldout_command_share, recipe.data.seed
-        said = [p for p in plans if p.text]
+        oog = [p for p in plans if p.id.endswith(OOG_SUFFIX)]  # recipe oog_share: strings it does not accept
+        assert all(p.split == "train" and p.text and not grammar.accepts(p.text) for p in oog)
+        said = [p for p in plans if p.text and not p.id.endswith(OOG_SUFFIX)]
         assert all(grammar.accepts(p.text) for p in said)
         assert not any(is_heldout(p.text, share, seed) for p in said if p.split == "train")
         evaluated = [p for p in said if p.split != "train"]
         held = sum(is_heldout(p.text, share, seed) for p in evaluated)
         assert 0.2 < held / len(evaluated) < 0.4
         assert set(heldout) == {p.text for p in evaluated if is_heldout(p.text, share, seed)}
+
+
+def test_out_of_grammar_share_leaves_the_rest_of_the_corpus_alone() -> None:
+    """data.synth.oog_share adds train utterances of out-of-grammar strings, from their own
+    random stream: every other plan is the one drawn without them."""
+    recipe = load_recipe(REPO / "recipes/commands.yaml", ["data.size=600", "data.synth.oog_share=0"])
+    plain, _ = plan_corpus(recipe.data)
+    more, _ = plan_corpus(recipe.model_copy(update={"data": recipe.data.model_copy(
+        update={"synth": recipe.data.synth.model_copy(update={"oog_share": 0.2})})}).data)  # fmt: skip
+    extra = [p for p in more if p.id.endswith(OOG_SUFFIX)]
+    assert [p for p in more if not p.id.endswith(OOG_SUFFIX)] == plain
+    commands = sum(p.split == "train" and bool(p.text) for p in plain)
+    assert len(extra) == round(0.2 * commands) and len({p.text for p in extra}) == len(extra)
 
 
 def test_every_default_voice_sounds_different() -> None:
@@ -183,8 +199,9 @@ def test_clipped_start_commands_lose_their_start_and_their_transcript() -> None:
     they say and with no lead-in: the recording begins mid-speech. Each comes with a whole copy
     that has no lead-in either, so "no lead-in" alone does not mean "clipped"."""
     recipe = REPO / "recipes/commands.yaml"
-    base, _ = plan_corpus(load_recipe(recipe, ["data.size=2000"]).data)
-    plans, _ = plan_corpus(load_recipe(recipe, ["data.size=2000", "data.synth.clipped_share=0.2"]).data)
+    base, _ = plan_corpus(load_recipe(recipe, ["data.size=2000", "data.synth.oog_share=0"]).data)
+    plans, _ = plan_corpus(load_recipe(recipe, ["data.size=2000", "data.synth.oog_share=0",
+                                                "data.synth.clipped_share=0.2"]).data)  # fmt: skip
     copies = [p for p in plans if p.id.endswith(("-clipped", "-tight"))]
     assert [p for p in plans if p not in copies] == base  # every other utterance as it was
     assert not any(p.clip_start or p.spoken for p in base)

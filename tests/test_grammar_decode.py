@@ -16,6 +16,7 @@ import soundfile as sf
 import torch
 
 from seqx.data.manifest import read_manifest
+from seqx.data.synth import OOG_SUFFIX
 from seqx.decode.bundle import Bundle, load_bundle
 from seqx.decode.reject import choose_margin
 from seqx.decode.transcribe import transcribe_files
@@ -79,7 +80,9 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Recipe, Bundle]:
 
 
 def _utts(recipe: Recipe, split: str = "train") -> list:
-    return read_manifest(recipe.data_dir / f"{split}.jsonl")
+    """The split's commands and nothing-said files (not the out-of-grammar strings train also says:
+    tests/test_reject.py is about those)."""
+    return [u for u in read_manifest(recipe.data_dir / f"{split}.jsonl") if not u.id.endswith(OOG_SUFFIX)]
 
 
 def test_bundle_stores_grammar_and_reject_margin(trained: tuple[Recipe, Bundle]) -> None:
@@ -95,7 +98,7 @@ def test_bundle_stores_grammar_and_reject_margin(trained: tuple[Recipe, Bundle])
 def test_constrained_equals_free_where_free_is_a_command(trained: tuple[Recipe, Bundle]) -> None:
     recipe, bundle = trained
     paths = [u.audio for u in _utts(recipe) + _utts(recipe, "test") if u.text]
-    loose = {"max_ctc_gap": 0.0, "reject_margin": 0.0}  # compare the searches, not the rejection
+    loose = {"max_ctc_gap": 0.0, "reject_margin": 0.0, "reject_distance": 1.0}  # the searches, not the rejection
     for beam in (1, 4):
         free = transcribe_files(bundle, paths, bundle.decode.model_copy(update={"beam": beam, "grammar": "none", **loose}))
         ruled = transcribe_files(bundle, paths, bundle.decode.model_copy(update={"beam": beam, **loose}))

@@ -43,6 +43,7 @@ TINY = [
     "data.synth.empty_share=0.4",
     "data.synth.noise_share=0",
     "data.synth.rate_wpm=[170, 170]",
+    "data.synth.oog_share=0",  # the corpus these tests were written for: commands only
     "features.n_mels=40",
     "features.specaugment=false",
     "tokenizer.kind=char",

@@ -45,6 +45,7 @@ TINY = [
     "data.synth.empty_share=0.2",
     "data.synth.noise_share=0",
     "data.synth.rate_wpm=[170, 170]",
+    "data.synth.oog_share=0",  # the corpus these tests were written for: commands only
     "features.kind=fbank",  # the runtime twin is under test, on the cheapest features
     "features.n_mels=40",
     "features.specaugment=false",

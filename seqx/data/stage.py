@@ -48,6 +48,8 @@ def _key(recipe: Recipe) -> str:
     settings = recipe.data.model_dump(mode="json", exclude={"workers"})
     if not recipe.data.synth.augment.any_on:
         del settings["synth"]["augment"]  # all off: a corpus made before augmentation existed is still fresh
+    if not settings["synth"]["oog_share"]:
+        del settings["synth"]["oog_share"]  # added later: corpora made without it stay fresh
     return fingerprint(STAGE_VERSION, settings, inputs)
 
 

@@ -39,6 +39,8 @@ SPLITS = ("train", "valid", "test")
 HELDOUT_SHARE_IN_EVAL = 0.3  # of valid/test utterances that say a command never heard in training
 CLIPPED_SEED_OFFSET = 5_000_000  # a clipped copy's noise seed: apart from every split's utterance seeds
 TIGHT_SEED_OFFSET = 6_000_000  # ... and a tight copy's
+OOG_SEED_OFFSET = 7_000_000  # ... and an out-of-grammar training utterance's
+OOG_SUFFIX = "-oog"
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,8 @@ def plan_corpus(
             if is_heldout:
                 heldout.add(plan.text)
         plans += split_plans + _clipped_and_tight_copies(split_plans, split_index, settings)
+        if split == "train":
+            plans += _out_of_grammar_plans(split_plans, grammar, settings)
     return plans, sorted(heldout)
 
 
@@ -164,6 +168,39 @@ def _clipped_and_tight_copies(plans: list[Plan], split_index: int, settings: Dat
         )
         copies += [clipped, tight]
     return copies
+
+
+def _out_of_grammar_plans(plans: list[Plan], grammar: Grammar, settings: DataSettings) -> list[Plan]:
+    """`oog_share` of train's commands again as out-of-grammar word strings with their real transcripts.
+
+    Sentences of the grammar's own words that it does not accept (shuffled, swapped, random:
+    seqx/decode/negatives.py), each said with the voice and delivery of a train command. A model
+    that has only ever heard commands hallucinates the nearest command for anything; one that
+    heard these transcribes what was said, so its free decode disagreeing with the grammar's
+    answer becomes a reason to reject. Train only (valid/test stay commands, and evaluate's
+    negatives come from the valid/test voices); on top of the corpus and from their own
+    generator, so every other utterance is the same with or without them. Never a command, so
+    never a held-out one.
+    """
+    from seqx.decode.negatives import oog_sentences  # negatives renders with this module
+
+    commands = [p for p in plans if p.text]
+    count = round(settings.synth.oog_share * len(commands))
+    if not count:
+        return []
+    rng = np.random.default_rng([settings.seed, 8])
+    sentences = oog_sentences(grammar, count, rng)
+    picked = rng.choice(len(commands), size=len(sentences), replace=len(sentences) > len(commands))
+    return [
+        replace(
+            commands[int(k)],
+            id=f"train-{i:06d}{OOG_SUFFIX}",
+            text=sentence,
+            spoken="",
+            seed=(settings.seed, OOG_SEED_OFFSET + i),
+        )
+        for i, ((_, sentence), k) in enumerate(zip(sentences, picked, strict=True))
+    ]
 
 
 def _voice_picker(voices: list[Voice], engine_weights: dict[str, float]) -> Callable[[np.random.Generator], Voice]:

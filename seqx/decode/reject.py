@@ -16,8 +16,9 @@ from dataclasses import asdict, dataclass
 
 from seqx.data.manifest import read_manifest
 from seqx.decode.bundle import Bundle
+from seqx.decode.distance import word_distance  # noqa: F401 (re-exported for bench/)
 from seqx.decode.negatives import build_negatives
-from seqx.decode.transcribe import Constraint, transcribe_files
+from seqx.decode.transcribe import Constraint, Result, transcribe_files
 from seqx.grammar.model import Grammar
 from seqx.recipe import Recipe
 from seqx.report import Collect, Reporter
@@ -32,6 +33,7 @@ class Calibration:
     negatives: int  # out-of-grammar and noise items that reached the gap check or not
     false_rejects: float  # at the margin, on valid
     false_accepts: float
+    distance: float = 1.0  # decode.reject_distance chosen with the margin (1 = no distance check)
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -57,21 +59,70 @@ def choose_margin(command_gaps: list[float | None], negative_gaps: list[float | 
     return (margin, *rates(margin))
 
 
+def _cuts(values: list[float | None]) -> list[float]:
+    finite = sorted({v for v in values if v is not None and math.isfinite(v)})
+    if not finite:
+        return [math.inf]
+    return [finite[0] - 0.01] + [(a + b) / 2 for a, b in zip(finite, finite[1:])] + [finite[-1] + 0.01]
+
+
+def choose_pair(
+    commands: list[tuple[float, float] | None],
+    negatives: list[tuple[float, float] | None],
+    distance: float | None = None,
+) -> tuple[float, float, float, float]:
+    """(gap margin, distance margin, false-reject rate, false-accept rate) for the rule "reject
+    when the CTC gap is above the first or the free/constrained word distance above the second".
+    An item is (gap, distance), None when rejected before the check. Each distance cut gets its
+    best gap cut (`choose_margin`, the middle of ties); of the distance cuts the one with the
+    fewest errors wins, the most lenient of ties (a distance of 1 = the check off). `distance`:
+    fixed by the recipe, only the margin is chosen."""
+    if not commands:
+        return FALLBACK, 1.0, 0.0, 0.0
+    best: tuple[float, float, float, float] | None = None
+    cuts = [distance] if distance is not None else _cuts([p[1] for p in commands + negatives if p is not None])
+    for cut in sorted({min(c, 1.0) for c in cuts} | ({1.0} if distance is None else set()), reverse=True):
+
+        def gap_or_none(p: tuple[float, float] | None, cut: float = cut) -> float | None:
+            # rejected by the distance: treated as already rejected for the gap's choice
+            return None if p is None or p[1] > cut else p[0]
+
+        cmd, neg = [gap_or_none(p) for p in commands], [gap_or_none(p) for p in negatives]
+        margin = choose_margin(cmd, neg)[0]
+        fr = sum(g is None or g > margin for g in cmd) / len(cmd)
+        fa = sum(g is not None and g <= margin for g in neg) / max(len(neg), 1)
+        if best is None or fr + fa < best[2] + best[3] - 1e-12:
+            best = (margin, cut, fr, fa)
+    assert best is not None
+    return best
+
+
 def calibrate(
     recipe: Recipe, bundle: Bundle, grammar: Grammar, reporter: Reporter | None = None, n_oog: int = 80
 ) -> Calibration:
-    """Decode the valid split and its negatives constrained, without a gap check, and choose the margin."""
+    """Decode the valid split and its negatives constrained, every check off, and choose the
+    CTC-gap margin and the free/constrained distance together (`choose_pair`). Valid only:
+    the test split and its negatives are never looked at."""
     reporter = reporter or Collect()
     utts = read_manifest(recipe.data_dir / "valid.jsonl")
     negatives = build_negatives(recipe, grammar, "valid", recipe.eval_dir / "negatives-valid", n_oog=n_oog,
                                 noise_repeats=1, reporter=reporter)  # fmt: skip
-    settings = bundle.decode.model_copy(update={"reject_margin": 0.0, "max_ctc_gap": 0.0})
+    settings = bundle.decode.model_copy(update={"reject_margin": 0.0, "max_ctc_gap": 0.0, "reject_distance": 1.0})
     constraint = Constraint(grammar, bundle.automaton(grammar))
     paths = [u.audio for u in utts] + [n.audio for n in negatives]
     results = transcribe_files(bundle, paths, settings, reporter=reporter, constraint=constraint)
-    gaps = [r.ctc_gap if r.understood else None for r in results]
-    commands = [g for u, g in zip(utts, gaps) if u.text]
+    pairs = [_pair(r) for r in results]
+    commands = [p for u, p in zip(utts, pairs) if u.text]
     # a valid utterance with nothing said is a negative too
-    negative = [g for u, g in zip(utts, gaps) if not u.text] + gaps[len(utts) :]
-    margin, fr, fa = choose_margin(commands, negative)
-    return Calibration(round(margin, 4), len(commands), len(negative), fr, fa)
+    negative = [p for u, p in zip(utts, pairs) if not u.text] + pairs[len(utts) :]
+    fixed = bundle.decode.reject_distance
+    margin, distance, fr, fa = choose_pair(commands, negative, None if fixed == "auto" else float(fixed))
+    return Calibration(round(margin, 4), len(commands), len(negative), fr, fa, round(distance, 4))
+
+
+def _pair(result: Result) -> tuple[float, float] | None:
+    """(CTC gap, free distance) of a result decoded with the checks off; None when it was not
+    understood anyway (no speech, no answer, cut off). A missing distance counts as agreement."""
+    if not result.understood or result.ctc_gap is None:
+        return None
+    return result.ctc_gap, result.free_distance if result.free_distance is not None else 0.0

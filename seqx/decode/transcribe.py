@@ -15,8 +15,11 @@ None, `reason` saying why) when:
   (loud noise; the model is not asked either);
 - rejected: the CTC gap of the answer (seqx/decode/ctc_gap.py: how much less likely per
   frame than the CTC head's own best path) is above `decode.reject_margin` when a grammar
-  constrained the search, `decode.max_ctc_gap` when it did not; the constrained answer of
-  something the grammar cannot say is far from what the CTC head heard;
+  constrained the search, `decode.max_ctc_gap` when it did not; or, with a grammar, the
+  free transcript of the same encoder pass (a free beam of `decode.free_beam`, else the CTC
+  best path) is more than `decode.reject_distance` of its words away from the grammar's
+  answer: the model heard something the grammar cannot say, and the grammar's nearest
+  sentence is not what was said;
 - low confidence: below `decode.min_confidence` (off by default); cut off: a loop or the
   length cap; no answer: the constrained beam ended no sentence.
 """
@@ -32,6 +35,7 @@ import torch
 
 from seqx.decode.bundle import Bundle
 from seqx.decode.ctc_gap import ctc_gaps_from
+from seqx.decode.distance import word_distance
 from seqx.decode.search import Hypothesis, decode_batch
 from seqx.errors import AudioError
 from seqx.featurize.audio import load_audio
@@ -64,6 +68,13 @@ class Result:
     reason: str | None = None  # why not understood: silence, no speech, rejected, low confidence, cut off, no answer
     # a file longer than decode.max_segment_s: its pieces (start, end, text, intent, slots, understood)
     segments: list[dict[str, object]] | None = None
+    # with a grammar and decode.free_beam: what a free search of the same encoder pass said, and
+    # its joint score above the grammar's answer in nats per frame (seqx/decode/transcribe.py joint_gaps)
+    free_text: str | None = None
+    free_gap: float | None = None
+    ctc_text: str | None = None  # the CTC head's best path as text (with a grammar)
+    # word edit distance of the free transcript (free_text, else ctc_text) to the grammar's answer
+    free_distance: float | None = None
 
     @property
     def rtf(self) -> float:
@@ -99,9 +110,35 @@ def search(
     The CTC head's log-posteriors are computed once per batch, in fp32 outside autocast,
     and shared by the search's CTC prefix scorer and the gap guard.
     """
+    found = search_checked(bundle, feats, settings.merged(free_beam=0), use_cache, automaton)
+    return found.nbests, found.gaps
+
+
+@dataclass
+class Searched:
+    """A batch's search: the n-best lists, the CTC gap of each best, and with a grammar and
+    `decode.free_beam` the free (unconstrained) best of the same encoder pass beside it."""
+
+    nbests: list[list[Hypothesis]]
+    gaps: list[float | None]
+    free: list[Hypothesis | None]  # the free beam's best; None without one
+    free_gaps: list[float | None]  # the constrained best's joint score below the free best's, per frame
+    ctc_best: list[list[int]]  # the CTC head's best path, collapsed: its tokens ([] without a CTC head)
+
+
+def search_checked(
+    bundle: Bundle,
+    feats: list[torch.Tensor],
+    settings: DecodeSettings,
+    use_cache: bool = True,
+    automaton: TokenAutomaton | None = None,
+) -> Searched:
+    """`search`, and with a grammar a free beam of `decode.free_beam` over the same encoder
+    output: what the model hears when it may say anything, to check the grammar's answer by."""
     device, model = bundle.device, bundle.model
     lengths = torch.tensor([f.shape[0] for f in feats], device=device)
     batch = torch.nn.utils.rnn.pad_sequence(feats, batch_first=True).to(device)
+    B = len(feats)
     with torch.inference_mode():
         with autocast_for(device, settings.precision):
             memory, mem_lens = model.encode(batch, lengths)
@@ -110,10 +147,52 @@ def search(
             nbests = decode_batch(
                 model, memory, mem_lens, settings, use_cache=use_cache, ctc_logprobs=ctc, grammar=automaton
             )
+            free_nbests = (
+                decode_batch(model, memory, mem_lens, settings.merged(beam=settings.free_beam, nbest=1),
+                             use_cache=use_cache, ctc_logprobs=ctc)  # fmt: skip
+                if automaton is not None and settings.free_beam > 0
+                else None
+            )
+        free: list[Hypothesis | None] = [h[0] if h else None for h in free_nbests] if free_nbests else [None] * B
+        free_gaps = joint_gaps([h[0] if h else None for h in nbests], free, mem_lens, settings.length_penalty)
         if ctc is None:
-            return nbests, [None] * len(nbests)
+            return Searched(nbests, [None] * B, free, free_gaps, [[] for _ in range(B)])
         gaps = ctc_gaps_from(ctc, mem_lens, [h[0].tokens if h else [] for h in nbests], bundle.dims.blank_id)
-    return nbests, [g if h else None for g, h in zip(gaps.tolist(), nbests, strict=True)]
+        best_paths = ctc_best_paths(ctc, mem_lens, bundle.dims.blank_id)
+    gaps_or_none = [g if h else None for g, h in zip(gaps.tolist(), nbests, strict=True)]
+    return Searched(nbests, gaps_or_none, free, free_gaps, best_paths)
+
+
+def ctc_best_paths(logp: torch.Tensor, mem_lens: torch.Tensor, blank: int) -> list[list[int]]:
+    """The CTC head's best path of each utterance, repeats merged and blanks dropped (B lists of
+    token ids): the cheapest free transcript, from log-posteriors logp (B, S, V) already computed."""
+    best = logp.argmax(dim=-1)  # (B, S)
+    S = best.shape[1]
+    valid = torch.arange(S, device=best.device)[None, :] < mem_lens[:, None]
+    changed = torch.ones_like(valid)
+    changed[:, 1:] = best[:, 1:] != best[:, :-1]
+    keep = valid & changed & (best != blank)
+    return [row[mask].tolist() for row, mask in zip(best, keep, strict=True)]
+
+
+def joint_gaps(
+    best: list[Hypothesis | None], free: list[Hypothesis | None], mem_lens: torch.Tensor, length_penalty: float
+) -> list[float | None]:
+    """Per utterance, (free best's joint log-score - constrained best's) / encoder frames: a
+    log-likelihood ratio per frame (0 when they agree; large when the grammar's answer is far
+    less likely than what the model would say freely; below 0 when the narrower free beam found
+    a longer answer of lower total score). Scores are un-normalized first (the beam ranks by
+    score / (tokens + 1) ** length_penalty); a flagged free best does not count."""
+    known = [b is not None and f is not None and not f.flagged for b, f in zip(best, free, strict=True)]
+    if not any(known):
+        return [None] * len(best)
+    empty = Hypothesis([], 0.0, 0.0)
+    pairs = [(b, f) if k else (empty, empty) for b, f, k in zip(best, free, known, strict=True)]
+    scores = torch.tensor([[b.score, f.score] for b, f in pairs], dtype=torch.float64)  # (B, 2)
+    lengths = torch.tensor([[len(b.tokens) + 1, len(f.tokens) + 1] for b, f in pairs], dtype=torch.float64)
+    raw = scores * lengths**length_penalty
+    gap = ((raw[:, 1] - raw[:, 0]) / mem_lens.cpu().clamp(min=1).double()).tolist()
+    return [g if k else None for g, k in zip(gap, known, strict=True)]
 
 
 def loudness_dbfs(wave: torch.Tensor, sample_rate: int) -> float:
@@ -242,14 +321,14 @@ def transcribe_files(
     for first in range(0, len(loaded), settings.batch_size):
         chunk = loaded[first : first + settings.batch_size]
         start = time.perf_counter()
-        nbests, gaps = search(
+        found = search_checked(
             bundle, [feats for _, feats, _ in chunk], settings, use_cache=use_cache, automaton=constraint.automaton
         )
         batch_seconds = time.perf_counter() - start
         batch_audio = sum(results[i].duration for i, _, _ in chunk) or 1.0
-        for (index, _, prep_seconds), hyps, gap in zip(chunk, nbests, gaps, strict=True):
-            result = results[index]
-            result.ctc_gap = gap
+        for k, (index, _, prep_seconds) in enumerate(chunk):
+            result, hyps = results[index], found.nbests[k]
+            _note(result, found, k, bundle)
             # the batch's search time is shared in proportion to each file's audio length
             result.decode_seconds = prep_seconds + batch_seconds * result.duration / batch_audio
             _fill(result, hyps, bundle, settings, constraint.grammar)
@@ -284,6 +363,14 @@ def _transcribe_long(
     result.decode_seconds = time.perf_counter() - start
 
 
+def _note(result: Result, found: Searched, k: int, bundle: Bundle) -> None:
+    """The checks' signals of batch item k onto its result (before `_fill` judges it)."""
+    result.ctc_gap, result.free_gap = found.gaps[k], found.free_gaps[k]
+    free = found.free[k]
+    result.free_text = bundle.tokenizer.decode(free.tokens) if free is not None else None
+    result.ctc_text = bundle.tokenizer.decode(found.ctc_best[k]) if bundle.dims.ctc else None
+
+
 def _fill(
     result: Result, hyps: list[Hypothesis], bundle: Bundle, settings: DecodeSettings, grammar: Grammar | None
 ) -> None:
@@ -303,6 +390,11 @@ def _fill(
     # grammar's nearest sentence to something it cannot say)
     margin = settings.margin(constrained=grammar is not None)
     made_up = margin > 0 and result.ctc_gap is not None and result.ctc_gap > margin
+    if grammar is not None:
+        # what the model hears when it may say anything, against what the grammar made of it
+        heard = result.free_text if result.free_text is not None else result.ctc_text
+        result.free_distance = word_distance(heard, result.text) if heard is not None else None
+        made_up |= result.free_distance is not None and result.free_distance > settings.distance(constrained=True)
     reason = (
         "no answer" if not result.text
         else "cut off" if best.flagged
@@ -367,10 +459,10 @@ def transcribe_waves(
     loaded.sort(key=lambda item: item[1].shape[0])
     for first in range(0, len(loaded), settings.batch_size):
         chunk = loaded[first : first + settings.batch_size]
-        nbests, gaps = search(bundle, [feats for _, feats in chunk], settings, automaton=constraint.automaton)
-        for (index, _), hyps, gap in zip(chunk, nbests, gaps, strict=True):
-            results[index].ctc_gap = gap
-            _fill(results[index], hyps, bundle, settings, constraint.grammar)
+        found = search_checked(bundle, [feats for _, feats in chunk], settings, automaton=constraint.automaton)
+        for k, (index, _) in enumerate(chunk):
+            _note(results[index], found, k, bundle)
+            _fill(results[index], found.nbests[k], bundle, settings, constraint.grammar)
     seconds = time.perf_counter() - start
     audio = sum(r.duration for r in results) or 1.0
     for result in results:

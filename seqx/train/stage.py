@@ -47,9 +47,12 @@ def _choose_reject_margin(recipe: Recipe, grammar: Grammar, reporter: Reporter, 
 
     bundle = load_bundle(recipe.bundle_dir, device=device)
     found = calibrate(recipe, bundle, grammar, reporter)
-    update_config(recipe.bundle_dir, decode=bundle.decode.model_copy(update={"reject_margin": found.margin}),
-                  reject=found.to_json())
-    reporter.info(f"train: decode.reject_margin {found.margin:.3f} (valid: false rejects {100 * found.false_rejects:.1f}%, "
+    chosen = {"reject_margin": found.margin}
+    if recipe.decode.reject_distance == "auto":
+        chosen["reject_distance"] = found.distance
+    update_config(recipe.bundle_dir, decode=bundle.decode.model_copy(update=chosen), reject=found.to_json())
+    reporter.info(f"train: decode.reject_margin {found.margin:.3f}, reject_distance {found.distance:.3f} "
+                  f"(valid: false rejects {100 * found.false_rejects:.1f}%, "
                   f"false accepts {100 * found.false_accepts:.1f}% of {found.negatives} negatives)")
 
 
