@@ -121,6 +121,7 @@ def transcribe(
         if grammar is not None:
             raise SeqxError(f"{model}: --grammar is not available for an exported model yet; it uses its own grammar")
         exported = load_exported(model)
+        has_grammar = False  # the runtime applies its grammar mask but does not parse intents yet
         results = run_exported(exported, paths, settings_for(exported, **options))
         if json_out:
             for result in results:
@@ -132,6 +133,7 @@ def transcribe(
         bundle = _bundle(model, device)
         settings = bundle.decode.merged(**options, precision=precision, grammar=grammar)
         constraint = Constraint.of(bundle, settings)  # a bad grammar or an unspellable word: one line, exit 2
+        has_grammar = constraint.grammar is not None
         with RichReporter() as reporter:
             # text mode prints each unreadable file's error in its place below; JSON mode keeps the warning on stderr
             results = transcribe_files(
@@ -144,7 +146,7 @@ def transcribe(
             if result.error:
                 print_error(f"{result.path}: {result.error}")
                 continue
-            line = _plain(result, constraint.grammar is not None)
+            line = _plain(result, has_grammar)
             if len(paths) == 1 and (nbest or 1) == 1:
                 out.print(line, highlight=False)
             else:
@@ -157,6 +159,8 @@ def transcribe(
 
 def _plain(result, constrained: bool) -> str:  # noqa: ANN001 (Result is imported late)
     """One result as text: the words and `intent {slot=value ...}`, or `not understood`."""
+    if not hasattr(result, "understood"):  # the ONNX runtime's result: text only (empty = nothing said)
+        return result.text
     if not result.understood:
         return "not understood" + (f" ({result.reason})" if result.reason else "")
     if result.intent is None:
