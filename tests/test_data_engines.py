@@ -190,6 +190,7 @@ def test_tiny_corpus_with_all_four_engines(tmp_path: Path) -> None:
             "data.synth.test_voices=2",
             "data.synth.engine_weights={espeak-ng: 1, flite: 1, festival: 1, piper: 1}",
             "data.synth.empty_share=0",
+            "data.synth.oog_share=0",  # counts commands only
         ],
     )
     report = run_data_stage(recipe)
