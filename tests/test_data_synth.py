@@ -16,6 +16,7 @@ from seqx.data.stage import run_data_stage
 from seqx.data.synth import OOG_SUFFIX, plan_corpus, render, speech_span
 from seqx.data.voices import all_voices, distinct_voices
 from seqx.grammar import GrammarError, is_heldout, load_grammar
+from seqx.grammar.heldout import kept_words
 from seqx.errors import SeqxError
 from seqx.recipe import Recipe, RecipeError, Voice, load_recipe
 from seqx.report import Collect
@@ -55,15 +56,18 @@ def test_corpus_is_drawn_from_the_grammar_and_holds_out_by_hash() -> None:
         grammar = load_grammar(recipe)
         plans, heldout = plan_corpus(recipe.data)
         share, seed = recipe.data.synth.heldout_command_share, recipe.data.seed
+        kept = kept_words(grammar, share, seed)  # words only held-out sentences say stay in training
         oog = [p for p in plans if p.id.endswith(OOG_SUFFIX)]  # recipe oog_share: strings it does not accept
         assert all(p.split == "train" and p.text and not grammar.accepts(p.text) for p in oog)
         said = [p for p in plans if p.text and not p.id.endswith(OOG_SUFFIX)]
         assert all(grammar.accepts(p.text) for p in said)
-        assert not any(is_heldout(p.text, share, seed) for p in said if p.split == "train")
+        assert not any(is_heldout(p.text, share, seed, kept) for p in said if p.split == "train")
         evaluated = [p for p in said if p.split != "train"]
-        held = sum(is_heldout(p.text, share, seed) for p in evaluated)
+        held = sum(is_heldout(p.text, share, seed, kept) for p in evaluated)
         assert 0.2 < held / len(evaluated) < 0.4
-        assert set(heldout) == {p.text for p in evaluated if is_heldout(p.text, share, seed)}
+        assert set(heldout) == {p.text for p in evaluated if is_heldout(p.text, share, seed, kept)}
+        trained = {w for p in said if p.split == "train" for w in p.text.split()}
+        assert trained == set(grammar.vocabulary()) or name == "smarthome"  # every word heard in training
 
 
 def test_out_of_grammar_share_leaves_the_rest_of_the_corpus_alone() -> None:

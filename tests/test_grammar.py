@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from seqx.data.synth import corpus_grammar
 from seqx.grammar import Grammar, GrammarError, grammar_from_dict, grammar_from_file, is_heldout, load_grammar
-from seqx.grammar.heldout import draw, heldout_score
+from seqx.grammar.heldout import draw, heldout_score, kept_words
 from seqx.grammar.jsgf import grammar_to_jsgf, jsgf_to_grammar
 from seqx.grammar.syntax import Alt, Opt, Seq, SlotRef, Word, parse_template, render
 from seqx.recipe import RecipeError, load_recipe
@@ -208,6 +208,24 @@ def test_hash_holdout_is_stable_and_near_the_share() -> None:
     assert not any(is_heldout(t, 0.0) for t in texts)
     drawn = draw(grammar, rng, 0.1, 0, heldout=True)
     assert drawn is not None and is_heldout(drawn.text, 0.1, 0)
+
+
+def test_holdout_never_takes_every_sentence_of_a_word() -> None:
+    """Seed 0 hashes "log out" (the one sentence with "out") and "show the history" into the
+    hold-out; they stay in training, and the rest of the hold-out is the hash's."""
+    grammar = load_grammar(load_recipe(REPO / "recipes/commands.yaml"))
+    assert grammar.sentences_with("out", 10) == ["log out"]
+    assert grammar.sentences_with("the", 10) is None  # more than the limit: not listed
+    assert is_heldout("log out", 0.1, 0) and is_heldout("show the history", 0.1, 0)
+    kept = kept_words(grammar, 0.1, 0)
+    assert {"out", "history"} <= kept
+    assert not is_heldout("log out", 0.1, 0, kept) and not is_heldout("show the history", 0.1, 0, kept)
+    rng = np.random.default_rng(1)
+    heard = {draw(grammar, rng, 0.1, 0, heldout=False, kept=kept).text for _ in range(4000)}
+    assert {w for t in heard for w in t.split()} == set(grammar.vocabulary())
+    held = {draw(grammar, rng, 0.1, 0, heldout=True, kept=kept).text for _ in range(300)}
+    assert held and not held & heard and "log out" not in held
+    assert kept_words(grammar, 0.0, 0) == frozenset()
 
 
 # ------------------------------------------------------------------ JSGF and phrase lists

@@ -29,7 +29,7 @@ from seqx.data.manifest import CLIPPED_SUFFIX, TIGHT_SUFFIX, Utterance
 from seqx.data.noise import NOISE_KINDS, draw_noise, mix_at_snr
 from seqx.data.voices import all_voices, distinct_voices, split_voices, voice_name
 from seqx.errors import SeqxError
-from seqx.grammar.heldout import draw
+from seqx.grammar.heldout import draw, kept_words
 from seqx.grammar.load import grammar_from_settings
 from seqx.grammar.model import Grammar
 from seqx.recipe import DataSettings, SynthSettings, Voice
@@ -121,9 +121,10 @@ def _text_picker(grammar: Grammar, share: float, seed: int, split_index: int) ->
     and the voice, rate and noise of an utterance should not depend on how many.
     """
     rng = np.random.default_rng([seed, 4, split_index])
+    kept = kept_words(grammar, share, seed)
 
     def pick(heldout: bool) -> str | None:
-        parse = draw(grammar, rng, share, seed, heldout)
+        parse = draw(grammar, rng, share, seed, heldout, kept)
         return None if parse is None else parse.text
 
     return pick

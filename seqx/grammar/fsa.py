@@ -79,6 +79,32 @@ class DFA:
             paths[state] = int(self.final[state]) + sum(paths[t] for t in self.arcs[state].values())
         return paths[self.start]
 
+    def sequences_with(self, label: Hashable, limit: int) -> list[tuple[Hashable, ...]] | None:
+        """Every accepted sequence that uses `label`, or None when there are more than `limit`.
+
+        Counts prune the walk: a branch is followed only while it can still end in a
+        sequence with the label, so the work is bounded by `limit` whatever the language's size.
+        """
+        order = list(reversed(topological_order(self)))
+        every, without = [0] * self.num_states, [0] * self.num_states
+        for state in order:
+            arcs = self.arcs[state].items()
+            every[state] = int(self.final[state]) + sum(every[t] for _, t in arcs)
+            without[state] = int(self.final[state]) + sum(without[t] for lab, t in arcs if lab != label)
+        if every[self.start] - without[self.start] > limit:
+            return None
+        found: list[tuple[Hashable, ...]] = []
+        stack: list[tuple[int, tuple[Hashable, ...], bool]] = [(self.start, (), False)]
+        while stack:
+            state, prefix, used = stack.pop()
+            if used and self.final[state]:
+                found.append(prefix)
+            for lab, nxt in self.arcs[state].items():
+                now_used = used or lab == label
+                if (every[nxt] if now_used else every[nxt] - without[nxt]) > 0:
+                    stack.append((nxt, prefix + (lab,), now_used))
+        return found
+
     def labels(self) -> set[Hashable]:
         return {label for arcs in self.arcs for label in arcs}
 

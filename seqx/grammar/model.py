@@ -16,6 +16,7 @@ sentence against the templates.
 
 from __future__ import annotations
 
+
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -160,6 +161,11 @@ class Grammar:
 
     def accepts(self, text: str) -> bool:
         return self._dfa.accepts(text.split())
+
+    def sentences_with(self, word: str, limit: int) -> list[str] | None:
+        """Every sentence that says `word`, or None when more than `limit` do (never a full listing)."""
+        found = self._dfa.sequences_with(word, limit)
+        return None if found is None else sorted(" ".join(map(str, words)) for words in found)
 
     # -- drawing and understanding sentences --
     @cached_property
