@@ -252,6 +252,8 @@ def test_long_recording_is_cut_at_pauses_into_pieces_the_model_can_take(stream) 
     for piece in pieces[:-1]:  # never inside a command
         assert not any(start < piece.end < end for start, end in truth)
     assert not any(p.hard_cut for p in pieces)
+    spoken = [sum(start < p.end and end > p.start for start, end in truth) for p in pieces]
+    assert max(spoken) == 1 and sum(spoken) == len(truth)  # one command a piece: what a grammar search can take
 
 
 class AlwaysSpeech:
