@@ -16,69 +16,25 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-import torch
 from typer.testing import CliRunner
 
 from seqx.data.manifest import read_manifest, write_manifest
 from seqx.data.noise import NOISE_KINDS, make_noise
 from seqx.data.synth import speech_span
-from seqx.decode.bundle import Bundle, load_bundle
+from seqx.decode.bundle import Bundle
 from seqx.decode.evaluate import evaluate
 from seqx.decode.transcribe import transcribe_files
 from seqx.errors import SeqxError
-from seqx.recipe import Recipe, load_recipe
-from seqx.train.stage import run_train_stage
+from seqx.recipe import Recipe
+from tiny import FBANK, TEMPLATES, train_tiny
 
-TINY = [
-    "device_profiles={}",
-    "data.size=64",
-    "data.synth.templates=['open the {app}', 'check the battery', 'scroll {way}']",
-    "data.synth.slots={app: [terminal, browser], way: [up, down]}",
-    "data.synth.accents=[en-us]",
-    "data.synth.variants=['', m3, f2]",  # one training voice: memorizing is the point here
-    "data.synth.valid_voices=1",
-    "data.synth.test_voices=1",
-    "data.synth.heldout_command_share=0",
-    "data.synth.empty_share=0.4",  # enough noise of each kind to learn that it means nothing
-    "data.synth.noise_share=0",
-    "data.synth.rate_wpm=[170, 170]",
-    "data.synth.oog_share=0",  # the corpus these tests were written for: commands only
-    "features.kind=fbank",  # the decoding machinery is under test here, on the cheapest features
-    "model.frontend=conv2d",
-    "features.n_mels=40",
-    "features.specaugment=false",
-    "tokenizer.kind=char",
-    "model.d_model=48",
-    "model.heads=2",
-    "model.enc_layers=2",
-    "model.dec_layers=1",
-    "model.d_ff=96",
-    "model.dropout=0",
-    "train.epochs=60",
-    "train.lr=0.005",
-    "train.label_smoothing=0",
-    "train.warmup_steps=10",
-    "train.max_frames=600",
-    "train.workers=0",
-    "train.valid_max_utts=8",
-    "train.device=cpu",
-    "decode.max_len=40",
-    "decode.max_len_ratio=1.5",
-    "decode.beam=4",
-]
+TINY = [*TEMPLATES, *FBANK, "data.size=64", "data.synth.empty_share=0.4", "train.epochs=60"]
+# empty_share 0.4: enough noise of each kind to learn that it means nothing
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Recipe, Bundle]:
-    root = tmp_path_factory.mktemp("decode")
-    recipe = load_recipe("recipes/commands.yaml", [f"exp_dir={root}", *TINY])
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny model on a shared box: one thread is much faster
-    try:
-        run_train_stage(recipe, device="cpu")
-    finally:
-        torch.set_num_threads(threads)
-    return recipe, load_bundle(recipe.bundle_dir)
+    return train_tiny(tmp_path_factory.mktemp("decode"), TINY)
 
 
 def _train_utts(recipe: Recipe) -> list:

@@ -13,70 +13,27 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-import torch
 
 from seqx.data.manifest import read_manifest
 from seqx.data.synth import OOG_SUFFIX
-from seqx.decode.bundle import Bundle, load_bundle
+from seqx.decode.bundle import Bundle
 from seqx.decode.reject import choose_margin
 from seqx.decode.transcribe import transcribe_files
 from seqx.grammar import load_grammar
-from seqx.recipe import Recipe, load_recipe
-from seqx.train.stage import run_train_stage
+from seqx.recipe import Recipe
+from tiny import FBANK, train_tiny
 
 GRAMMAR = (
     "data.synth.grammar={intents: {open_app: ['open the {app}'], check: ['check the battery'],"
     " scroll: ['scroll {way}'], timer: ['set a timer for {n} minutes']},"
     " slots: {app: [terminal, browser], way: [up, down], n: ['two: 2', 'five: 5']}}"
 )
-TINY = [
-    "device_profiles={}",
-    "data.size=72",
-    GRAMMAR,
-    "data.synth.accents=[en-us]",
-    "data.synth.variants=['', m3, f2]",  # one voice per split: memorizing is the point here
-    "data.synth.valid_voices=1",
-    "data.synth.test_voices=1",
-    "data.synth.heldout_command_share=0",
-    "data.synth.empty_share=0.3",
-    "data.synth.noise_share=0",
-    "data.synth.rate_wpm=[170, 170]",
-    "features.kind=fbank",  # the decoding machinery is under test here, on the cheapest features
-    "model.frontend=conv2d",
-    "features.n_mels=40",
-    "features.specaugment=false",
-    "tokenizer.kind=char",
-    "model.d_model=48",
-    "model.heads=2",
-    "model.enc_layers=2",
-    "model.dec_layers=1",
-    "model.d_ff=96",
-    "model.dropout=0",
-    "train.epochs=50",
-    "train.lr=0.005",
-    "train.label_smoothing=0",
-    "train.warmup_steps=10",
-    "train.max_frames=600",
-    "train.workers=0",
-    "train.valid_max_utts=8",
-    "train.device=cpu",
-    "decode.max_len=40",
-    "decode.max_len_ratio=1.5",
-    "decode.beam=4",
-]
+TINY = [*FBANK, GRAMMAR, "data.size=72", "data.synth.empty_share=0.3", "train.epochs=50"]
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Recipe, Bundle]:
-    root = tmp_path_factory.mktemp("grammar-decode")
-    recipe = load_recipe("recipes/commands.yaml", [f"exp_dir={root}", *TINY])
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny model on a shared box: one thread is much faster
-    try:
-        run_train_stage(recipe, device="cpu")
-    finally:
-        torch.set_num_threads(threads)
-    return recipe, load_bundle(recipe.bundle_dir)
+    return train_tiny(tmp_path_factory.mktemp("grammar-decode"), TINY)
 
 
 def _utts(recipe: Recipe, split: str = "train") -> list:

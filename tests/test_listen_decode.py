@@ -24,46 +24,16 @@ import torch
 from seqx.data.manifest import read_manifest
 from seqx.decode.transcribe import transcribe_files, transcribe_waves
 from seqx.featurize.audio import load_audio
-from seqx.decode.bundle import Bundle, load_bundle
-from seqx.recipe import Recipe, load_recipe
-from seqx.train.stage import run_train_stage
+from seqx.decode.bundle import Bundle
+from seqx.recipe import Recipe
+from tiny import TEMPLATES, train_tiny
 
 R = 16000
 REPO = Path(__file__).resolve().parents[1]
 TINY = [
-    "device_profiles={}",
-    "data.size=64",
-    "data.synth.templates=['open the {app}', 'check the battery', 'scroll {way}']",
-    "data.synth.slots={app: [terminal, browser], way: [up, down]}",
-    "data.synth.accents=[en-us]",
-    "data.synth.variants=['', m3, f2]",
-    "data.synth.valid_voices=1",
-    "data.synth.test_voices=1",
-    "data.synth.heldout_command_share=0",
+    *TEMPLATES,
     "data.synth.empty_share=0.4",
-    "data.synth.noise_share=0",
-    "data.synth.rate_wpm=[170, 170]",
-    "data.synth.oog_share=0",  # the corpus these tests were written for: commands only
-    "features.n_mels=40",
-    "features.specaugment=false",
-    "tokenizer.kind=char",
-    "model.d_model=48",
-    "model.heads=2",
-    "model.enc_layers=2",
-    "model.dec_layers=1",
-    "model.d_ff=96",
-    "model.dropout=0",
     "train.epochs=60",
-    "train.lr=0.005",
-    "train.label_smoothing=0",
-    "train.warmup_steps=10",
-    "train.max_frames=600",
-    "train.workers=0",
-    "train.valid_max_utts=8",
-    "train.device=cpu",
-    "decode.max_len=40",
-    "decode.max_len_ratio=1.5",
-    "decode.beam=4",
     # more than test_decode's 64 files, with lead and trail from none to 0.5 s: segments cut by the
     # endpointer are not the training files, and a model that only knows those files' exact padding
     # truncates the segments' last words
@@ -75,15 +45,7 @@ TINY = [
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Recipe, Bundle]:
-    root = tmp_path_factory.mktemp("listen_model")
-    recipe = load_recipe(REPO / "recipes/commands.yaml", [f"exp_dir={root}", *TINY])
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        run_train_stage(recipe, device="cpu")
-    finally:
-        torch.set_num_threads(threads)
-    return recipe, load_bundle(recipe.bundle_dir)
+    return train_tiny(tmp_path_factory.mktemp("listen_model"), TINY)
 
 
 @pytest.fixture(scope="module")

@@ -9,15 +9,14 @@ import json
 import shutil
 
 import pytest
-import torch
 
 from seqx.data.manifest import read_manifest
-from seqx.decode.bundle import Bundle, load_bundle
+from seqx.decode.bundle import Bundle
 from seqx.decode.distance import word_distance
 from seqx.decode.reject import calibrate, choose_pair
 from seqx.decode.transcribe import transcribe_files
-from seqx.recipe import Recipe, load_recipe
-from seqx.train.stage import run_train_stage
+from seqx.recipe import Recipe
+from tiny import train_tiny
 from test_grammar_decode import TINY
 
 OOG = [*TINY, "data.synth.oog_share=0.5", "train.epochs=60"]
@@ -25,15 +24,7 @@ OOG = [*TINY, "data.synth.oog_share=0.5", "train.epochs=60"]
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Recipe, Bundle]:
-    root = tmp_path_factory.mktemp("reject")
-    recipe = load_recipe("recipes/commands.yaml", [f"exp_dir={root}", *OOG])
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        run_train_stage(recipe, device="cpu")
-    finally:
-        torch.set_num_threads(threads)
-    return recipe, load_bundle(recipe.bundle_dir)
+    return train_tiny(tmp_path_factory.mktemp("reject"), OOG)
 
 
 def test_train_says_out_of_grammar_strings_and_eval_splits_do_not(trained: tuple[Recipe, Bundle]) -> None:
