@@ -350,7 +350,7 @@ def test_cli_export_then_transcribe_prints_the_torch_text(trained: tuple[Recipe,
 
     from seqx.cli.app import app
 
-    recipe, bundle, _ = trained
+    recipe, _, _ = trained
     runner = CliRunner()
     done = runner.invoke(app, ["export", "--model", str(recipe.bundle_dir), "--out", str(tmp_path / "x"), "--json"])
     assert done.exit_code == 0, done.output
