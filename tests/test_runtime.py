@@ -311,6 +311,33 @@ def test_grammar_mask_decodes_like_the_torch_scorer(trained: tuple[Recipe, Bundl
             assert all(automaton.accepts(h.tokens) for h in nbest)
 
 
+def test_export_with_another_grammar_decides_as_torch_with_it(
+    trained: tuple[Recipe, Bundle, Path], tmp_path: Path
+) -> None:
+    """`seqx export --grammar FILE`: the folder carries that grammar (data and automaton) and decodes
+    as the bundle does with `--grammar FILE`; slot outputs other than the words come through the parse."""
+    from typer.testing import CliRunner
+
+    from seqx.cli.app import app
+
+    recipe, bundle, _ = trained
+    grammar_file = tmp_path / "narrow.yaml"
+    grammar_file.write_text("intents:\n  scroll: ['scroll {way}']\n  battery: ['check the battery']\n"
+                            "slots:\n  way: ['up: 1', 'down: -1']\n")
+    done = CliRunner().invoke(app, ["export", "--model", str(recipe.bundle_dir), "--out", str(tmp_path / "x"),
+                                    "--grammar", str(grammar_file), "--json"])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    exported = load_exported(tmp_path / "x", threads=1)
+    assert exported.decode["grammar"] == "recipe" and set(exported.grammar.intents) == {"scroll", "battery"}
+    paths = _split_audio(recipe, "test") + _split_audio(recipe, "valid")
+    expected = transcribe_files(bundle, paths, bundle.decode.merged(grammar=str(grammar_file)))
+    got = runtime_transcribe(exported, paths)
+    _same_results(got, expected, "narrow grammar")
+    assert {r.intent for r in got} <= {None, "scroll", "battery"}
+    scrolls = [r for r in got if r.intent == "scroll"]
+    assert scrolls and all(r.slots["way"] in (1, -1) for r in scrolls)  # outputs, not words
+
+
 def test_an_old_export_with_a_grammar_but_no_automaton_is_one_line(
     trained: tuple[Recipe, Bundle, Path], tmp_path: Path
 ) -> None:

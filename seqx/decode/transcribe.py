@@ -22,6 +22,9 @@ None, `reason` saying why) when:
   sentence is not what was said;
 - low confidence: below `decode.min_confidence` (off by default); cut off: a loop or the
   length cap; no answer: the constrained beam ended no sentence.
+
+Those decisions, the `Result` and the ranking of hypotheses are seqx/decode/result.py, which
+imports no torch: the exported-model runtime (seqx/runtime/) decides with the same code.
 """
 
 from __future__ import annotations

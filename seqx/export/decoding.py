@@ -5,8 +5,9 @@ beam) and the training grammar as data; the runtime cannot compile a grammar to 
 (that needs the tokenizer wrapper and torch), so the export adds:
 
 - `grammar`: the grammar decoding is held to, as data (what the runtime parses an answer
-  into intent and slots with: seqx.grammar's own parser). A `decode.grammar` file is read
-  now and stored, and `decode.grammar` becomes `recipe`: the folder needs nothing outside it;
+  into intent and slots with: seqx.grammar's own parser). A `decode.grammar` file (or
+  `seqx export --grammar FILE`) is read now and stored, and `decode.grammar` becomes
+  `recipe`: the folder needs nothing outside it;
 - `automaton`: that grammar over the tokenizer's pieces (TokenAutomaton.to_dict()), the
   search's mask;
 - `vad`: which Silero VAD the no-speech gate (decode.vad_threshold) was used with.
@@ -24,10 +25,9 @@ from seqx.grammar.errors import GrammarError
 def decoding_config(bundle: Bundle, config: dict[str, Any]) -> dict[str, Any]:
     """`config` (the bundle's config.json) with the grammar, its automaton and the VAD record."""
     config = dict(config)
-    choice = bundle.decode.grammar
+    choice = bundle.decode.grammar  # `seqx export --grammar` may have changed it from the bundle's config
     grammar = bundle.grammar if choice in ("recipe", "none") else bundle.decode_grammar(choice)
-    if choice not in ("recipe", "none"):
-        config["decode"] = {**config["decode"], "grammar": "recipe"}
+    config["decode"] = {**config["decode"], "grammar": "none" if choice == "none" else "recipe"}
     config["grammar"] = grammar.to_dict() if grammar is not None else None
     config["automaton"] = None
     if grammar is not None:

@@ -1,7 +1,10 @@
 """Greedy and beam search in numpy over the exported decoder step: the twin of seqx/decode/search.py
 and seqx/decode/scorers.py (same scorer interface init/score/select, the same one top-k over
-beam x vocab, the same length normalization, loop guard and ranking), held equal to it by
-tests/test_runtime.py on a trained model's whole test split.
+beam x vocab, the same length normalization and loop guard; the ranking and the Hypothesis are
+the torch path's own, from seqx/decode/result.py), held equal to it by tests/test_runtime.py on a
+trained model's whole test split. `decode_batch` picks greedy or beam search as the torch
+path's does (greedy with a grammar: a beam of 1 without CTC; a constrained n-best drops flagged
+hypotheses).
 
 Scorers: the attention decoder (one onnxruntime run of decoder_step.onnx per step, the past
 self-attention K/V kept here and reordered with the beams), CTC prefix scores (seqx/runtime/ctc.py)

@@ -38,7 +38,7 @@ def settings_for(model: ExportedModel, **options: Any) -> dict[str, Any]:
     changes = {k: v for k, v in options.items() if v is not None and k != "greedy" and k in SETTINGS}
     if changes.get("grammar") not in (None, "recipe", "none"):
         raise SeqxError(f"--grammar {changes['grammar']}: an exported model decodes with the grammar it was exported "
-                        f"with (recipe) or none; to use another, export with --set decode.grammar=FILE")
+                        f"with (recipe) or none; for another, export with it: seqx export --grammar FILE")
     if options.get("greedy"):
         changes["beam"] = 1
     if "nbest" in changes:
