@@ -338,6 +338,28 @@ def test_export_with_another_grammar_decides_as_torch_with_it(
     assert scrolls and all(r.slots["way"] in (1, -1) for r in scrolls)  # outputs, not words
 
 
+def test_a_long_file_is_cut_and_decided_as_torch_does(trained: tuple[Recipe, Bundle, Path], tmp_path: Path) -> None:
+    """A recording longer than decode.max_segment_s (2 s here): cut at the same pauses, each piece
+    decided alike, the same joined text and segments."""
+    import soundfile as sf
+
+    from seqx.featurize.samples import read_samples
+
+    recipe, bundle, onnx_dir = trained
+    commands = [u.audio for u in read_manifest(recipe.data_dir / "test.jsonl") if u.text][:3]
+    pause = np.zeros(bundle.sample_rate // 2, np.float32)
+    wave = np.concatenate([part for path in commands for part in (read_samples(path, bundle.sample_rate), pause)])
+    long_file = tmp_path / "long.wav"
+    sf.write(long_file, wave, bundle.sample_rate)
+    exported = load_exported(onnx_dir, threads=1)
+    expected = transcribe_files(bundle, [str(long_file)], bundle.decode.merged(max_segment_s=2.0))[0]
+    got = runtime_transcribe(exported, [str(long_file)], settings_for(exported, max_segment_s=2.0))[0]
+    assert got.segments is not None and len(got.segments) >= 2
+    assert got.segments == expected.segments
+    assert (got.text, got.understood, got.intent, got.slots) == (expected.text, expected.understood, expected.intent,
+                                                                  expected.slots)  # fmt: skip
+
+
 def test_an_old_export_with_a_grammar_but_no_automaton_is_one_line(
     trained: tuple[Recipe, Bundle, Path], tmp_path: Path
 ) -> None:
