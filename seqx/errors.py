@@ -5,6 +5,14 @@ class SeqxError(Exception):
     """Bad input or a missing prerequisite: the message names the file/setting and the problem."""
 
 
+class RecipeError(ValueError):
+    """A recipe or override that cannot be used; the message is one printable line.
+
+    Here rather than in seqx.recipe so that what raises it (the grammar package) imports
+    without pydantic: the torch-free runtime parses intents with that package.
+    """
+
+
 class AudioError(SeqxError):
     """An audio file that cannot be used (missing, corrupt, empty, NaN...)."""
 

@@ -16,9 +16,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-
-class RecipeError(ValueError):
-    """A recipe or override that cannot be used; the message is one printable line."""
+from seqx.errors import RecipeError
 
 
 class _Section(BaseModel):
@@ -446,17 +444,18 @@ class DecodeSettings(_Section):
 
     def margin(self, constrained: bool) -> float:
         """The CTC-gap threshold that applies: reject_margin with a grammar (when it is a number),
-        max_ctc_gap otherwise. 0 = no gap check."""
-        if constrained and self.reject_margin != "auto":
-            return float(self.reject_margin)
-        return self.max_ctc_gap
+        max_ctc_gap otherwise. 0 = no gap check. (The rule lives with the verdict, which the
+        torch-free runtime shares; imported here, not above, to keep numpy out of the CLI's start.)"""
+        from seqx.decode.result import ctc_margin
+
+        return ctc_margin(self.reject_margin, self.max_ctc_gap, constrained)
 
     def distance(self, constrained: bool) -> float:
         """The free/constrained word-distance threshold that applies (1.0 = no check: free
         decoding, or `auto` not chosen yet)."""
-        if constrained and self.reject_distance != "auto":
-            return float(self.reject_distance)
-        return 1.0
+        from seqx.decode.result import distance_limit
+
+        return distance_limit(self.reject_distance, constrained)
 
     @property
     def greedy(self) -> bool:

@@ -70,20 +70,6 @@ def _bundle(  # noqa: ANN202 (Bundle import is lazy)
     return load_bundle(locate_bundle(model, default, recipe), device=device)
 
 
-def _expand(items: list[str]) -> list[str]:
-    """Files as given, folders as the audio files inside (seqx.decode.transcribe.expand_inputs, which
-    imports torch: the exported-model path must not)."""
-    suffixes = (".wav", ".flac", ".ogg", ".mp3", ".m4a", ".opus", ".aiff", ".aif")
-    paths: list[str] = []
-    for item in items:
-        path = Path(item)
-        if path.is_dir():
-            paths.extend(str(p) for p in sorted(path.rglob("*")) if p.suffix.lower() in suffixes)
-        else:
-            paths.append(item)
-    return paths
-
-
 def _check_precision(precision: str | None) -> None:
     """Before any model is loaded: a typo should not wait for (or hide behind) the bundle."""
     choices = get_args(Precision)
@@ -106,23 +92,24 @@ def transcribe(
 ) -> None:
     """Transcribe audio files (wav/flac/ogg/mp3, any rate and channel count): one line per file,
     the text and, with a grammar, `intent {slot=value ...}` or `not understood`."""
+    from seqx.decode.result import expand_inputs  # torch-free: the exported-model path must not import torch
     from seqx.runtime.model import is_exported
 
     _check_precision(precision)
     items = [line.strip() for line in sys.stdin if line.strip()] if files == ["-"] else files
-    paths = _expand(items)
+    paths = expand_inputs(items)
     if not paths:
         raise SeqxError("no audio files given (folders are searched for .wav/.flac/.ogg/.mp3)")
     options = dict(beam=beam, greedy=greedy, nbest=nbest, ctc_weight=ctc_weight, max_ctc_gap=max_ctc_gap)
     if model is not None and is_exported(model):  # an ONNX export: onnxruntime + numpy, torch never imported
         from seqx.runtime import load_exported, settings_for
         from seqx.runtime import transcribe_files as run_exported
+        from seqx.runtime.transcribe import constrained
 
-        if grammar is not None:
-            raise SeqxError(f"{model}: --grammar is not available for an exported model yet; it uses its own grammar")
         exported = load_exported(model)
-        has_grammar = False  # the runtime applies its grammar mask but does not parse intents yet
-        results = run_exported(exported, paths, settings_for(exported, **options))
+        settings = settings_for(exported, **options, grammar=grammar)  # --grammar: recipe or none
+        has_grammar = constrained(exported, settings)
+        results = run_exported(exported, paths, settings)
         if json_out:
             for result in results:
                 if result.error:
@@ -159,8 +146,6 @@ def transcribe(
 
 def _plain(result, constrained: bool) -> str:  # noqa: ANN001 (Result is imported late)
     """One result as text: the words and `intent {slot=value ...}`, or `not understood`."""
-    if not hasattr(result, "understood"):  # the ONNX runtime's result: text only (empty = nothing said)
-        return result.text
     if not result.understood:
         return "not understood" + (f" ({result.reason})" if result.reason else "")
     if result.intent is None:

@@ -22,6 +22,11 @@ def export(
         Optional[Path], typer.Option("--out", "-o", help="Folder to write (default: next to the bundle, onnx/ or onnx-int8/).")
     ] = None,
     int8: Annotated[bool, typer.Option("--int8", help="Dynamic int8 quantization of the linear layers.")] = False,
+    grammar: Annotated[
+        Optional[str],
+        typer.Option("--grammar", "-g", help="The grammar the export decodes with: a grammar file "
+                     "(.yaml/.jsgf/.gram/.txt), `recipe` (the model's) or `none` (default: the bundle's decode.grammar)."),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Export a trained model to ONNX (encoder + one decoder step); `seqx transcribe --model DIR` runs it without torch."""
@@ -30,6 +35,8 @@ def export(
 
     default = model or load_for_this_machine(DEFAULT_RECIPE, None, "cpu").bundle_dir
     bundle = load_bundle(locate_bundle(model, default, DEFAULT_RECIPE), device="cpu")
+    if grammar is not None:  # stored in the export as data and as a token automaton (seqx/export/decoding.py)
+        bundle.decode = bundle.decode.merged(grammar=grammar)
     target = out_dir or bundle.folder.parent / ("onnx-int8" if int8 else "onnx")
     report = export_bundle(bundle, target, int8=int8)
     if json_out:

@@ -104,7 +104,7 @@ def _decoder(model: Path | None, recipe: Recipe, grammar: str | None = None):  #
         from seqx.runtime import transcribe_waves as run_exported
 
         exported = load_exported(model)
-        options = settings_for(exported)
+        options = settings_for(exported, grammar=grammar)  # recipe (the export's grammar) or none
         return lambda waves: run_exported(exported, [np.asarray(w, np.float32) for w in waves], options)
     from seqx.cli.cmd_decode import _bundle
     from seqx.decode.transcribe import Constraint, transcribe_waves

@@ -31,6 +31,7 @@ import torch
 from torch import Tensor
 
 from seqx.decode.grammar_scorer import GrammarScorer
+from seqx.decode.result import Hypothesis, rank  # torch-free, shared with seqx.runtime's search
 from seqx.decode.scorers import CTCScorer, DecoderScorer, Scorer, n_candidates, pre_beam
 from seqx.grammar.tokens import TokenAutomaton
 from seqx.model.transformer import Seq2SeqTransformer
@@ -40,14 +41,6 @@ MAX_NGRAM = 4  # longest repeated n-gram the loop guard looks for
 REPEATS = 3  # an n-gram (n >= 2) seen this many times in a row is a loop
 TOKEN_REPEATS = 4  # a single token needs one more (double letters, "no no no" are real)
 NEG_INF = float("-inf")
-
-
-@dataclass
-class Hypothesis:
-    tokens: list[int]  # no bos, no eos
-    score: float
-    confidence: float  # exp(mean attention log-posterior of the tokens and eos); 0.0 when flagged
-    flagged: bool = False  # cut off: a loop, or max_len reached without eos
 
 
 def max_output_len(mem_lens: Tensor, settings: DecodeSettings) -> Tensor:
@@ -345,16 +338,5 @@ def _collect(ended: list[_Ended], B: int, K: int, nbest: int) -> list[list[Hypot
                     n, row = keep[b][k], b * K + k
                     conf = 0.0 if e.flagged else math.exp(attn[row] / (n + 1))
                     found[b].append((e.flagged, score[b][k], tuple(seqs[row][:n]), conf))
-    return [_rank(items, nbest) for items in found]
+    return [rank(items, nbest) for items in found]
 
-
-def _rank(items: list[tuple[bool, float, tuple[int, ...], float]], nbest: int) -> list[Hypothesis]:
-    """Proper endings before flagged ones, then by score; each token sequence once; at most nbest."""
-    items.sort(key=lambda x: (x[0], -x[1]))
-    seen: set[tuple[int, ...]] = set()
-    hyps = []
-    for flagged, score, tokens, conf in items:
-        if tokens not in seen and len(hyps) < nbest:
-            seen.add(tokens)
-            hyps.append(Hypothesis(list(tokens), score, conf, flagged))
-    return hyps

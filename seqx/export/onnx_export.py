@@ -2,7 +2,8 @@
 
     encoder.onnx     EncoderGraph (seqx/export/graphs.py), dynamic batch and time axes
     decoder_step.onnx  StepGraph: one token with explicit past self-attention K/V in and out
-    config.json      the bundle's config (dims, features, CMVN, decode, grammar) + an `export` section
+    config.json      the bundle's config (dims, features, CMVN, decode, grammar) + the grammar's token
+                     automaton and VAD record (seqx/export/decoding.py) + an `export` section
     tokenizer.model  the sentencepiece model
 
 The legacy TorchScript exporter (`dynamo=False`) is used: on torch 2.11 it traces these
@@ -26,12 +27,13 @@ import torch
 
 from seqx.decode.bundle import CONFIG, TOKENIZER, Bundle
 from seqx.errors import SeqxError
+from seqx.export.decoding import decoding_config
 from seqx.export.graphs import EncoderGraph, StepGraph
 from seqx.stage import atomic_write_text
 
 ENCODER, STEP = "encoder.onnx", "decoder_step.onnx"
 FORMAT = "seqx-onnx"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the grammar's token automaton (`automaton`) and the VAD record (`vad`)
 OPSET = 17
 
 
@@ -107,7 +109,7 @@ def export_bundle(bundle: Bundle, out: str | Path, int8: bool = False) -> Export
         _quantize(fp32_step)
     diffs = _check_against_torch(out, enc, step, bundle, int8)
     shutil.copyfile(bundle.folder / TOKENIZER, out / TOKENIZER)
-    config = json.loads((bundle.folder / CONFIG).read_text())
+    config = decoding_config(bundle, json.loads((bundle.folder / CONFIG).read_text()))  # grammar, automaton, vad
     config["export"] = {
         "format": FORMAT, "version": FORMAT_VERSION, "int8": int8, "opset": OPSET,
         "encoder": ENCODER, "decoder_step": STEP, "torch": torch.__version__,

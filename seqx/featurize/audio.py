@@ -1,59 +1,20 @@
-"""The one entry point for audio: `load_audio(path, sample_rate)`.
+"""The one entry point for audio on the torch path: `load_audio(path, sample_rate)` -> a tensor.
 
-soundfile reads wav/flac/ogg (and mp3 with libsndfile >= 1.1) without decoding
-through ffmpeg; librosa (audioread) is the fallback for other containers. soxr
-resamples. `torchaudio.load` is not used: it needs torchcodec.
+The reading itself is seqx/featurize/samples.py (torch-free, shared with seqx.runtime);
+`torchaudio.load` is not used: it needs torchcodec.
 """
 
 from __future__ import annotations
 
-import re
-import warnings
 from pathlib import Path
 
-import librosa
-import numpy as np
-import soundfile as sf
-import soxr
 import torch
 
-from seqx.errors import AudioError
+from seqx.featurize.samples import SOUNDFILE_ONLY, read_samples
 
-
-# Containers libsndfile reads itself; when it fails on one the file is broken, and
-# trying librosa/audioread (ffmpeg) after it would only cost seconds.
-SOUNDFILE_ONLY = {".wav", ".wave", ".flac", ".ogg", ".oga", ".aif", ".aiff", ".au", ".w64"}
-
-
-def _first_line(err: BaseException) -> str:
-    line = (str(err).splitlines() or [type(err).__name__])[0]
-    return re.sub(r"^Error opening .*?: ", "", line)  # the path is already at the front of AudioError
+__all__ = ["SOUNDFILE_ONLY", "load_audio", "read_samples"]
 
 
 def load_audio(path: str | Path, sample_rate: int) -> torch.Tensor:
     """Mono float32 samples in [-1, 1] at `sample_rate`, shape (T,). Silence is fine; broken files are not."""
-    path = Path(path)
-    if not path.is_file():
-        raise AudioError(path, "no such file")
-    if path.stat().st_size == 0:
-        raise AudioError(path, "empty file (0 bytes)")
-    try:
-        samples, rate = sf.read(path, dtype="float32")  # ints scaled to [-1, 1) by libsndfile
-    except (RuntimeError, sf.LibsndfileError, TypeError) as err:
-        if path.suffix.lower() in SOUNDFILE_ONLY:  # libsndfile owns these formats: a second opinion cannot help
-            raise AudioError(path, f"unreadable audio ({_first_line(err)})") from None
-        try:
-            with warnings.catch_warnings():  # librosa warns that it fell back to audioread: we know
-                warnings.simplefilter("ignore")
-                samples, rate = librosa.load(path, sr=None, mono=True)
-        except Exception as err:  # audioread raises many unrelated types
-            raise AudioError(path, f"unreadable or unsupported audio ({type(err).__name__})") from None
-    if samples.ndim == 2:  # (T, channels): mix down
-        samples = samples.mean(axis=1, dtype=np.float32)
-    if samples.size == 0:
-        raise AudioError(path, "empty audio (no samples)")
-    if not np.isfinite(samples).all():
-        raise AudioError(path, "audio has NaN/inf samples")
-    if rate != sample_rate:
-        samples = soxr.resample(samples, rate, sample_rate)
-    return torch.from_numpy(np.ascontiguousarray(samples, dtype=np.float32))
+    return torch.from_numpy(read_samples(path, sample_rate))

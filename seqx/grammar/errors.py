@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from seqx.errors import SeqxError
-from seqx.recipe import RecipeError
+from seqx.errors import RecipeError, SeqxError
 
 
 class GrammarError(RecipeError, SeqxError):

@@ -22,8 +22,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from seqx.grammar.errors import GrammarError
 from seqx.grammar.model import Grammar, Output, Slot, SlotValue, Template
 from seqx.grammar.syntax import SLOT_NAME, parse_template, slot_refs
@@ -48,6 +46,8 @@ def grammar_from_file(path: str | Path) -> Grammar:
         from seqx.grammar.phrases import phrases_to_grammar
 
         return phrases_to_grammar(text, source=str(path))
+    import yaml  # here, not above: a bundle's stored grammar (grammar_from_dict) needs no YAML reader
+
     try:
         raw = yaml.safe_load(text) or {}
     except yaml.YAMLError as err:
@@ -162,6 +162,8 @@ def _value(raw: Any, source: str, slot: str) -> SlotValue:
         # "22:00", kept as text (YAML would read 22:00 as the base-60 number 1320)
         words, _, text = raw.partition(":")
         text = text.strip()
+        import yaml
+
         output = yaml.safe_load(text) if text and ":" not in text else text
         if output is None or isinstance(output, (list, dict)):
             output = text.strip()
@@ -195,6 +197,8 @@ def _at(source: str, needle: str) -> str:
 
 def open_grammar(path: str | Path, overrides: list[str] | None = None) -> Grammar:
     """What `seqx grammar PATH` shows: a grammar file, or the grammar of a recipe (.yaml without `intents`)."""
+    import yaml
+
     path = Path(path)
     if path.suffix.lower() in (".yaml", ".yml") and path.is_file():
         try:

@@ -93,10 +93,10 @@ def _whole_samples(data: bytes) -> tuple[bytes, bytes]:
 
 
 def file_blocks(path: str | Path, realtime: bool = False, block: int = BLOCK) -> Iterator[np.ndarray]:
-    """A file (any format `load_audio` reads) played as if live: as fast as possible, or paced to the clock."""
-    from seqx.featurize.audio import load_audio  # the one entry point for audio (imports torch)
+    """A file (any format `read_samples` reads) played as if live: as fast as possible, or paced to the clock."""
+    from seqx.featurize.samples import read_samples  # the one reader, torch-free (an exported model needs no torch)
 
-    wave = load_audio(path, SAMPLE_RATE).numpy()
+    wave = read_samples(path, SAMPLE_RATE)
     started = time.monotonic()
     for first in range(0, wave.size, block):
         if realtime:  # a block is handed over when it would have finished arriving from a microphone

@@ -37,13 +37,22 @@ class Vad(Protocol):
 
 
 def silero_model_path() -> Path | None:
-    """Where openwakeword's `silero_vad.onnx` is installed, or None."""
+    """Where openwakeword's `silero_vad.onnx` is installed, or None.
+
+    Found, not imported: `import openwakeword` imports scikit-learn and scipy (1.1 s of CPU
+    on the development machine), which a file's no-speech gate and `seqx listen` never use.
+    """
+    from importlib.util import find_spec
+
     try:
-        import openwakeword
-    except ImportError:
+        spec = find_spec("openwakeword")
+    except (ImportError, ValueError):
         return None
-    path = Path(openwakeword.__file__).parent / "resources" / "models" / "silero_vad.onnx"
-    return path if path.is_file() else None
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        path = Path(folder) / "resources" / "models" / "silero_vad.onnx"
+        if path.is_file():
+            return path
+    return None
 
 
 class SileroVad:

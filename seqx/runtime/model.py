@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,15 @@ class ExportedModel:
     step: Any
     sp: Any  # sentencepiece.SentencePieceProcessor
     special_ids: set[int]
-    grammar: dict[str, Any] | None
+    automaton: dict[str, Any] | None  # the grammar over the tokens (TokenAutomaton.to_dict()): the search's mask
+    grammar: Any  # seqx.grammar.model.Grammar, the same grammar as data: the parse of an answer; None without
+
+    @cached_property
+    def mask(self) -> tuple[Any, int] | None:
+        """The automaton as the search's dense next-state table (built once, on first use)."""
+        from seqx.runtime.search import automaton_table
+
+        return automaton_table(self.automaton) if self.automaton is not None else None
 
     def detokenize(self, ids: list[int]) -> str:
         return self.sp.decode([int(i) for i in ids if int(i) not in self.special_ids])
@@ -73,15 +82,22 @@ def _session(path: Path, threads: int) -> Any:
         raise SeqxError(f"{path}: not a loadable ONNX graph ({first[:160]})") from None
 
 
-def _grammar(config: dict[str, Any]) -> dict[str, Any] | None:
-    """The token automaton (TokenAutomaton.to_dict()) if the bundle carried a grammar."""
-    raw = config.get("grammar")
-    if not isinstance(raw, dict):
-        return None
-    for candidate in (raw, raw.get("automaton"), raw.get("tokens")):
-        if isinstance(candidate, dict) and "arcs" in candidate and "num_states" in candidate:
-            return candidate
-    return None
+def _grammar(folder: Path, config: dict[str, Any]) -> tuple[dict[str, Any] | None, Any]:
+    """The export's grammar, as a token automaton (the search's mask) and as a Grammar (the parse
+    into intent and slots, with the torch path's own parser); (None, None) without one."""
+    raw, automaton = config.get("grammar"), config.get("automaton")
+    if not raw:
+        return None, None
+    if not (isinstance(automaton, dict) and "arcs" in automaton and "num_states" in automaton):
+        raise SeqxError(f"{folder / CONFIG}: the model has a grammar but the export no token automaton for it "
+                        f"(exported by an older seqx): run `seqx export` again")
+    from seqx.grammar.errors import GrammarError
+    from seqx.grammar.model import Grammar
+
+    try:
+        return automaton, Grammar.from_dict(raw)
+    except (GrammarError, AttributeError, TypeError) as err:
+        raise SeqxError(f"{folder / CONFIG}: broken export config (grammar: {err})") from None
 
 
 def load_exported(folder: str | Path, threads: int | None = None) -> ExportedModel:
@@ -108,9 +124,10 @@ def load_exported(folder: str | Path, threads: int | None = None) -> ExportedMod
         raise SeqxError(f"{folder / TOKENIZER}: not a sentencepiece model ({str(err)[:120]})") from None
     threads = _threads() if threads is None else threads
     specials = {dims["pad_id"], dims["bos_id"], dims["eos_id"], dims["blank_id"], sp.unk_id()}
+    automaton, grammar = _grammar(folder, config)
     return ExportedModel(
         folder=folder, config=config, dims=dims, decode=decode, sample_rate=sample_rate,
         features=NumpyFeatures(features, sample_rate, cmvn),
         encoder=_session(folder / ENCODER, threads), step=_session(folder / STEP, threads),
-        sp=sp, special_ids=specials, grammar=_grammar(config),
+        sp=sp, special_ids=specials, automaton=automaton, grammar=grammar,
     )  # fmt: skip

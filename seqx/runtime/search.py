@@ -1,7 +1,10 @@
 """Greedy and beam search in numpy over the exported decoder step: the twin of seqx/decode/search.py
 and seqx/decode/scorers.py (same scorer interface init/score/select, the same one top-k over
-beam x vocab, the same length normalization, loop guard and ranking), held equal to it by
-tests/test_runtime.py on a trained model's whole test split.
+beam x vocab, the same length normalization and loop guard; the ranking and the Hypothesis are
+the torch path's own, from seqx/decode/result.py), held equal to it by tests/test_runtime.py on a
+trained model's whole test split. `decode_batch` picks greedy or beam search as the torch
+path's does (greedy with a grammar: a beam of 1 without CTC; a constrained n-best drops flagged
+hypotheses).
 
 Scorers: the attention decoder (one onnxruntime run of decoder_step.onnx per step, the past
 self-attention K/V kept here and reordered with the beams), CTC prefix scores (seqx/runtime/ctc.py)
@@ -12,23 +15,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
+from seqx.decode.result import Hypothesis, rank  # the torch path's own (torch-free) hypotheses and ranking
 from seqx.runtime.ctc import CTCPrefixScorer, CTCPrefixState
 
 MAX_NGRAM, REPEATS, TOKEN_REPEATS = 4, 3, 4  # seqx.decode.search's loop guard
 NEG_INF = -np.inf
-
-
-@dataclass
-class Hypothesis:
-    tokens: list[int]
-    score: float
-    confidence: float
-    flagged: bool = False
 
 
 class Scorer(Protocol):
@@ -218,6 +213,34 @@ def greedy_search(decoder: DecoderScorer, limit: np.ndarray, eos: int) -> list[H
     ]
 
 
+def decode_batch(
+    enc: dict[str, np.ndarray], step: Any, dims: dict[str, Any], beam: int, nbest: int, settings: dict[str, Any],
+    automaton: tuple[np.ndarray, int] | None = None,
+) -> list[list[Hypothesis]]:
+    """seqx.decode.search.decode_batch: n-best lists for one encoder pass (`enc`: mem_lens, ctc,
+    cross_k, cross_v), greedy or beam as the torch path picks. Greedy with a grammar is a beam
+    of 1 (attention scores only, no length normalization); a constrained search keeps only the
+    hypotheses that ended in a final state."""
+    mem_lens, ctc, cross_k, cross_v = enc["mem_lens"], enc["ctc"], enc["cross_k"], enc["cross_v"]
+    limit = max_output_len(mem_lens, settings["max_len_ratio"], settings["max_len"])
+    greedy = beam == 1 and nbest == 1
+    if greedy and automaton is None:
+        return [[h] for h in greedy_search(DecoderScorer(step, cross_k, cross_v, mem_lens, dims), limit, dims["eos_id"])]
+    ctc_weight = settings["ctc_weight"] if dims["ctc"] and not greedy else 0.0
+    decoder = DecoderScorer(step, cross_k, cross_v, mem_lens, dims, weight=1.0 - ctc_weight)
+    scorers: list[Any] = [decoder]
+    if ctc_weight > 0:
+        scorers.append(CTCScorer(ctc, mem_lens, dims["blank_id"], dims["eos_id"], ctc_weight))
+    if automaton is not None:
+        scorers.append(GrammarScorer(*automaton))
+    length_penalty = 0.0 if greedy else settings["length_penalty"]
+    n_cand = n_candidates(beam, dims["vocab_size"])
+    nbests = beam_search(scorers, decoder, limit, beam, nbest, length_penalty, dims["eos_id"], n_cand)
+    if automaton is not None:
+        nbests = [[h for h in hyps if not h.flagged] for hyps in nbests]
+    return nbests
+
+
 def joint_scores(scorers: Sequence[Scorer], eos: int, n_cand: int) -> np.ndarray:
     full = [(s, s.score(None)) for s in scorers if not s.partial]
     cand = None
@@ -298,15 +321,5 @@ def beam_search(
         best = topk(merged, nbest)[0]
         hopeless = new.max(axis=1) / longest < best[:, -1]
         scores = np.where(hopeless[:, None], NEG_INF, new).astype(np.float32)
-    return [_rank(items, nbest) for items in found]
+    return [rank(items, nbest) for items in found]
 
-
-def _rank(items: list[tuple[bool, float, tuple[int, ...], float]], nbest: int) -> list[Hypothesis]:
-    items.sort(key=lambda x: (x[0], -x[1]))
-    seen: set[tuple[int, ...]] = set()
-    hyps = []
-    for flagged, score, tokens, conf in items:
-        if tokens not in seen and len(hyps) < nbest:
-            seen.add(tokens)
-            hyps.append(Hypothesis(list(tokens), score, conf, flagged))
-    return hyps

@@ -1,58 +1,44 @@
-"""Files or waves in, `Result`s out, with an exported model: the twin of seqx/decode/transcribe.py
-(same silence check, length-sorted batches, search, CTC-gap and confidence rejection), torch-free.
+"""Files or waves in, `Result`s out, with an exported model: seqx/decode/transcribe.py's flow
+(read, gates, length-sorted batches, search, free beam, verdict, long files cut at pauses) over
+onnxruntime + numpy. Everything that decides (the gates, the ranking, the rejection rules, the
+intent/slot parse, the Result itself) is seqx/decode/result.py, the torch path's own code.
 """
 
 from __future__ import annotations
 
-import math
 import time
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from seqx.errors import AudioError
-from seqx.runtime.model import ExportedModel
-from seqx.runtime.search import (
-    CTCScorer, DecoderScorer, GrammarScorer, Hypothesis, automaton_table, beam_search, greedy_search,
-    max_output_len, n_candidates,
+from seqx.decode.result import (
+    Hypothesis, Result, Rules, Searched, ctc_best_paths, gate, join_pieces, joint_gaps, judge, note,
 )  # fmt: skip
+from seqx.errors import AudioError, SeqxError
+from seqx.featurize.samples import read_samples
 from seqx.runtime.ctc import ctc_gaps
+from seqx.runtime.model import ExportedModel
+from seqx.runtime.search import decode_batch
 
 CONV_MIN_FRAMES = 7  # seqx.model.frontend: the conv2d front-end's shortest input
-SETTINGS = ("beam", "nbest", "ctc_weight", "length_penalty", "max_len_ratio", "max_len", "batch_size",
-            "min_confidence", "max_ctc_gap", "silence_dbfs")  # fmt: skip
-
-
-@dataclass
-class Result:
-    """Field for field seqx.decode.transcribe.Result (the CLI prints either the same way)."""
-
-    path: str
-    text: str = ""
-    score: float = 0.0
-    confidence: float = 0.0
-    no_speech: bool = False
-    nbest: list[dict[str, float | str | bool]] = field(default_factory=list)
-    duration: float = 0.0
-    decode_seconds: float = 0.0
-    ctc_gap: float | None = None
-    error: str | None = None
-
-    @property
-    def rtf(self) -> float:
-        return self.decode_seconds / self.duration if self.duration else 0.0
-
-    def to_json(self) -> dict[str, object]:
-        return {**asdict(self), "rtf": self.rtf}
+SETTINGS = (
+    "beam", "nbest", "ctc_weight", "length_penalty", "max_len_ratio", "max_len", "batch_size", "max_segment_s",
+    "min_confidence", "max_ctc_gap", "silence_dbfs", "grammar", "reject_margin", "free_beam", "reject_distance",
+    "vad_threshold",
+)  # fmt: skip
+DEFAULTS = {"grammar": "recipe", "reject_margin": "auto", "free_beam": 0, "reject_distance": "auto",
+            "vad_threshold": 0.0, "max_segment_s": 20.0}  # an export's config from before a setting existed
 
 
 def settings_for(model: ExportedModel, **options: Any) -> dict[str, Any]:
     """The folder's decode settings with the caller's options (None = keep); greedy = beam 1;
-    nbest K widens the beam to at least K (DecodeSettings.merged's rules)."""
-    settings = {k: model.decode[k] for k in SETTINGS if k in model.decode}
+    nbest K widens the beam to at least K (DecodeSettings.merged's rules). `grammar`: `recipe`
+    (the grammar the model was exported with) or `none`; a grammar file needs an export made with it."""
+    settings = {**DEFAULTS, **{k: model.decode[k] for k in SETTINGS if k in model.decode}}
     changes = {k: v for k, v in options.items() if v is not None and k != "greedy" and k in SETTINGS}
+    if changes.get("grammar") not in (None, "recipe", "none"):
+        raise SeqxError(f"--grammar {changes['grammar']}: an exported model decodes with the grammar it was exported "
+                        f"with (recipe) or none; for another, export with it: seqx export --grammar FILE")
     if options.get("greedy"):
         changes["beam"] = 1
     if "nbest" in changes:
@@ -60,42 +46,9 @@ def settings_for(model: ExportedModel, **options: Any) -> dict[str, Any]:
     return {**settings, **changes}
 
 
-def load_audio(path: str | Path, sample_rate: int) -> np.ndarray:
-    """Mono float32 in [-1, 1] at `sample_rate` (soundfile + soxr; seqx.featurize.audio without torch)."""
-    import soundfile as sf
-
-    path = Path(path)
-    if not path.is_file():
-        raise AudioError(path, "no such file")
-    if path.stat().st_size == 0:
-        raise AudioError(path, "empty file (0 bytes)")
-    try:
-        samples, rate = sf.read(path, dtype="float32")
-    except (RuntimeError, sf.LibsndfileError, TypeError) as err:
-        try:
-            import librosa  # other containers (mp3 on old libsndfile, m4a): only when soundfile cannot
-
-            samples, rate = librosa.load(path, sr=None, mono=True)
-        except Exception:  # audioread raises many unrelated types
-            raise AudioError(path, f"unreadable audio ({(str(err).splitlines() or ['?'])[0][:120]})") from None
-    if samples.ndim == 2:
-        samples = samples.mean(axis=1, dtype=np.float32)
-    if samples.size == 0:
-        raise AudioError(path, "empty audio (no samples)")
-    if not np.isfinite(samples).all():
-        raise AudioError(path, "audio has NaN/inf samples")
-    if rate != sample_rate:
-        import soxr
-
-        samples = soxr.resample(samples, rate, sample_rate)
-    return np.ascontiguousarray(samples, dtype=np.float32)
-
-
-def loudness_dbfs(wave: np.ndarray, sample_rate: int) -> float:
-    window = max(1, sample_rate // 10)
-    frames = wave[: wave.size // window * window].reshape(-1, window) if wave.size >= window else wave[None]
-    rms = float(np.sqrt((frames.astype(np.float32) ** 2).mean(axis=1)).max())
-    return 20 * math.log10(max(rms, 1e-12))
+def constrained(model: ExportedModel, settings: dict[str, Any]) -> bool:
+    """Whether the search is held to the export's grammar (Bundle.decode_grammar's `recipe` and `none`)."""
+    return settings["grammar"] == "recipe" and model.grammar is not None
 
 
 def encode(model: ExportedModel, feats: list[np.ndarray]) -> tuple[np.ndarray, ...]:
@@ -108,52 +61,37 @@ def encode(model: ExportedModel, feats: list[np.ndarray]) -> tuple[np.ndarray, .
     return tuple(model.encoder.run(None, {"feats": batch, "lens": lens}))
 
 
+def search_checked(model: ExportedModel, feats: list[np.ndarray], settings: dict[str, Any]) -> Searched:
+    """seqx.decode.transcribe.search_checked: the n-best, their CTC gaps, and with a grammar the
+    free beam's best of the same encoder pass and the CTC best path."""
+    dims = model.dims
+    _, mem_lens, ctc, cross_k, cross_v = encode(model, feats)
+    enc = {"mem_lens": mem_lens, "ctc": ctc, "cross_k": cross_k, "cross_v": cross_v}
+    mask = model.mask if constrained(model, settings) else None
+    B = len(feats)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        nbests = decode_batch(enc, model.step, dims, settings["beam"], settings["nbest"], settings, mask)
+        free_nbests = (
+            decode_batch(enc, model.step, dims, max(settings["free_beam"], 1), 1, settings)
+            if mask is not None and settings["free_beam"] > 0
+            else None
+        )
+        free: list[Hypothesis | None] = [h[0] if h else None for h in free_nbests] if free_nbests else [None] * B
+        best = [h[0] if h else None for h in nbests]
+        free_gaps = joint_gaps(best, free, mem_lens.tolist(), settings["length_penalty"])
+        if not dims["ctc"]:
+            return Searched(nbests, [None] * B, free, free_gaps, [[] for _ in range(B)])
+        gaps = ctc_gaps(ctc, mem_lens, [h[0].tokens if h else [] for h in nbests], dims["blank_id"])
+    gaps_or_none = [float(g) if h else None for g, h in zip(gaps, nbests, strict=True)]
+    return Searched(nbests, gaps_or_none, free, free_gaps, ctc_best_paths(ctc, mem_lens, dims["blank_id"]))
+
+
 def search(
     model: ExportedModel, feats: list[np.ndarray], settings: dict[str, Any]
 ) -> tuple[list[list[Hypothesis]], list[float | None]]:
     """n-best lists and CTC gaps for a batch of normalized feature matrices (seqx.decode.transcribe.search)."""
-    dims = model.dims
-    _, mem_lens, ctc, cross_k, cross_v = encode(model, feats)
-    limit = max_output_len(mem_lens, settings["max_len_ratio"], settings["max_len"])
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        if settings["beam"] == 1 and settings["nbest"] == 1 and model.grammar is None:
-            decoder = DecoderScorer(model.step, cross_k, cross_v, mem_lens, dims)
-            nbests = [[h] for h in greedy_search(decoder, limit, dims["eos_id"])]
-        else:
-            ctc_weight = settings["ctc_weight"] if dims["ctc"] else 0.0
-            decoder = DecoderScorer(model.step, cross_k, cross_v, mem_lens, dims, weight=1.0 - ctc_weight)
-            scorers: list[Any] = [decoder]
-            if ctc_weight > 0:
-                scorers.append(CTCScorer(ctc, mem_lens, dims["blank_id"], dims["eos_id"], ctc_weight))
-            if model.grammar is not None:
-                scorers.append(GrammarScorer(*automaton_table(model.grammar)))
-            n_cand = n_candidates(settings["beam"], dims["vocab_size"])
-            nbests = beam_search(
-                scorers, decoder, limit, settings["beam"], settings["nbest"], settings["length_penalty"],
-                dims["eos_id"], n_cand,
-            )  # fmt: skip
-        if not dims["ctc"]:
-            return nbests, [None] * len(nbests)
-        gaps = ctc_gaps(ctc, mem_lens, [h[0].tokens if h else [] for h in nbests], dims["blank_id"])
-    return nbests, [float(g) if h else None for g, h in zip(gaps, nbests, strict=True)]
-
-
-def _fill(result: Result, hyps: list[Hypothesis], model: ExportedModel, settings: dict[str, Any]) -> None:
-    texts = [model.detokenize(h.tokens) for h in hyps]
-    result.nbest = [
-        {"text": t, "score": h.score, "confidence": h.confidence, "flagged": h.flagged} for t, h in zip(texts, hyps)
-    ]
-    best = hyps[0] if hyps else None
-    if best is None:
-        result.no_speech = True
-        return
-    result.score = float(best.score)
-    result.confidence = float(best.confidence) if math.isfinite(best.confidence) else 0.0
-    result.text = texts[0]
-    gap = settings["max_ctc_gap"]
-    made_up = gap > 0 and result.ctc_gap is not None and result.ctc_gap > gap
-    if not result.text or best.flagged or made_up or result.confidence < settings["min_confidence"]:
-        result.text, result.no_speech = "", True
+    found = search_checked(model, feats, {**settings, "free_beam": 0})
+    return found.nbests, found.gaps
 
 
 def transcribe_waves(
@@ -162,51 +100,76 @@ def transcribe_waves(
     settings: dict[str, Any] | None = None,
     names: list[str] | None = None,
 ) -> list[Result]:
-    """Waveforms (mono float at model.sample_rate) -> Results, in order."""
+    """Waveforms (mono float at model.sample_rate) -> Results, in order: `seqx listen`'s segments
+    and a long file's pieces (seqx.decode.transcribe.transcribe_waves)."""
     settings = settings or settings_for(model)
     names = names or [f"<segment {i}>" for i in range(len(waves))]
-    results = [Result(path=n, duration=w.size / model.sample_rate) for n, w in zip(names, waves, strict=True)]
-    return _run(model, [(i, np.asarray(w, np.float32), 0.0) for i, w in enumerate(waves)], results, settings)
+    results = [Result(path=n) for n in names]
+    loaded: list[tuple[int, np.ndarray, float]] = []
+    start = time.perf_counter()
+    for index, wave in enumerate(waves):
+        wave = np.asarray(wave, np.float32)
+        results[index].duration = wave.size / model.sample_rate
+        if gate(results[index], wave, model.sample_rate, settings["silence_dbfs"], settings["vad_threshold"]):
+            loaded.append((index, model.features(wave), 0.0))
+    _decode(model, loaded, results, settings)
+    seconds = time.perf_counter() - start
+    audio = sum(r.duration for r in results) or 1.0
+    for result in results:
+        result.decode_seconds = seconds * result.duration / audio
+    return results
 
 
 def transcribe_files(model: ExportedModel, paths: list[str], settings: dict[str, Any] | None = None) -> list[Result]:
     """Every path -> a Result (unreadable files with `error` set), in input order."""
     settings = settings or settings_for(model)
     results = [Result(path=p) for p in paths]
-    waves = []
+    loaded: list[tuple[int, np.ndarray, float]] = []
     for index, path in enumerate(paths):
         start = time.perf_counter()
+        result = results[index]
         try:
-            wave = load_audio(path, model.sample_rate)
+            wave = read_samples(path, model.sample_rate)
         except AudioError as err:
-            results[index].error = err.problem
+            result.error = err.problem
             continue
-        results[index].duration = wave.size / model.sample_rate
-        waves.append((index, wave, time.perf_counter() - start))
-    return _run(model, waves, results, settings)
+        result.duration = wave.size / model.sample_rate
+        if result.duration > settings["max_segment_s"]:
+            _transcribe_long(model, result, wave, settings)
+        elif gate(result, wave, model.sample_rate, settings["silence_dbfs"], settings["vad_threshold"]):
+            loaded.append((index, model.features(wave), time.perf_counter() - start))
+        if result.segments is not None or result.no_speech:
+            result.decode_seconds = time.perf_counter() - start
+    return _decode(model, loaded, results, settings)
 
 
-def _run(
-    model: ExportedModel, waves: list[tuple[int, np.ndarray, float]], results: list[Result], settings: dict[str, Any]
+def _transcribe_long(model: ExportedModel, result: Result, wave: np.ndarray, settings: dict[str, Any]) -> None:
+    """A recording longer than `decode.max_segment_s`: cut at pauses, each piece decoded like a
+    file of its own (seqx.decode.transcribe._transcribe_long)."""
+    from seqx.listen.segment import split_long
+    from seqx.listen.vad import load_vad
+
+    vad, _ = load_vad("silero")
+    pieces = split_long(wave, vad, settings["max_segment_s"], sample_rate=model.sample_rate)
+    join_pieces(result, pieces, transcribe_waves(model, [p.wave for p in pieces], settings))
+
+
+def _decode(
+    model: ExportedModel, loaded: list[tuple[int, np.ndarray, float]], results: list[Result], settings: dict[str, Any]
 ) -> list[Result]:
-    loaded: list[tuple[int, np.ndarray, float]] = []
-    for index, wave, seconds in waves:
-        start = time.perf_counter()
-        if wave.size == 0 or loudness_dbfs(wave, model.sample_rate) < settings["silence_dbfs"]:
-            results[index].no_speech = True
-            results[index].decode_seconds = seconds + time.perf_counter() - start
-            continue
-        loaded.append((index, model.features(wave), seconds + time.perf_counter() - start))
+    """The gated files' features, sorted by length, searched in batches and judged."""
+    rules = Rules.of(settings, constrained(model, settings))
+    grammar = model.grammar if constrained(model, settings) else None
     loaded.sort(key=lambda item: item[1].shape[0])
     for first in range(0, len(loaded), settings["batch_size"]):
         chunk = loaded[first : first + settings["batch_size"]]
         start = time.perf_counter()
-        nbests, gaps = search(model, [f for _, f, _ in chunk], settings)
+        found = search_checked(model, [f for _, f, _ in chunk], settings)
         seconds = time.perf_counter() - start
         audio = sum(results[i].duration for i, _, _ in chunk) or 1.0
-        for (index, _, prep), hyps, gap in zip(chunk, nbests, gaps, strict=True):
+        for k, (index, _, prep) in enumerate(chunk):
             result = results[index]
-            result.ctc_gap = gap
             result.decode_seconds = prep + seconds * result.duration / audio
-            _fill(result, hyps, model, settings)
+            note(result, found, k, model.detokenize, bool(model.dims["ctc"]))
+            judge(result, found.nbests[k], model.detokenize, rules, grammar)
     return results

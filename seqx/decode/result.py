@@ -1,0 +1,319 @@
+"""What a search's hypotheses become: the `Result` of a file and the verdict on it, torch-free.
+
+One implementation for both decode paths: seqx/decode/transcribe.py (the torch bundle) and
+seqx/runtime/ (an exported model run with onnxruntime + numpy) each search their own way,
+then hand this module the same things (n-best hypotheses, CTC gap, the free beam's best,
+the CTC best path), and it decides: the gates before the model is asked (silence, Silero
+no-speech), the ranking of finished hypotheses, the rejection rules (CTC gap, free
+transcript too far from the grammar's answer, confidence, cut off) and the intent/slot
+parse. Nothing here imports torch (nor pydantic): tests/test_runtime.py checks that an
+exported model's results are decided exactly as the bundle's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from seqx.decode.distance import word_distance
+
+if TYPE_CHECKING:
+    from seqx.grammar.model import Output, Parse
+
+AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".mp3", ".m4a", ".opus", ".aiff", ".aif")
+
+Detokenize = Callable[[list[int]], str]
+
+
+@dataclass
+class Hypothesis:
+    tokens: list[int]  # no bos, no eos
+    score: float
+    confidence: float  # exp(mean attention log-posterior of the tokens and eos); 0.0 when flagged
+    flagged: bool = False  # cut off: a loop, or max_len reached without eos
+
+
+def rank(items: list[tuple[bool, float, tuple[int, ...], float]], nbest: int) -> list[Hypothesis]:
+    """(flagged, score, tokens, confidence) of every hypothesis that left the beam -> the n-best:
+    proper endings before flagged ones, then by score; each token sequence once; at most nbest."""
+    items.sort(key=lambda x: (x[0], -x[1]))
+    seen: set[tuple[int, ...]] = set()
+    hyps = []
+    for flagged, score, tokens, conf in items:
+        if tokens not in seen and len(hyps) < nbest:
+            seen.add(tokens)
+            hyps.append(Hypothesis(list(tokens), score, conf, flagged))
+    return hyps
+
+
+@dataclass
+class Result:
+    """One file's transcription; `text` is empty when nothing was said (or the file failed)."""
+
+    path: str
+    text: str = ""
+    score: float = 0.0
+    confidence: float = 0.0
+    no_speech: bool = False
+    nbest: list[dict[str, float | str | bool]] = field(default_factory=list)
+    duration: float = 0.0
+    decode_seconds: float = 0.0
+    ctc_gap: float | None = None  # nats per frame the CTC head believes the text less than its best path
+    error: str | None = None
+    intent: str | None = None  # the grammar's intent of `text`; None without a grammar or when not understood
+    slots: dict[str, Output] = field(default_factory=dict)  # slot name -> output value
+    understood: bool = False  # a command came out: False for silence, no speech, a rejected result
+    reason: str | None = None  # why not understood: silence, no speech, rejected, low confidence, cut off, no answer
+    # a file longer than decode.max_segment_s: its pieces (start, end, text, intent, slots, understood)
+    segments: list[dict[str, object]] | None = None
+    # with a grammar and decode.free_beam: what a free search of the same encoder pass said, and
+    # its joint score above the grammar's answer in nats per frame (`joint_gaps`)
+    free_text: str | None = None
+    free_gap: float | None = None
+    ctc_text: str | None = None  # the CTC head's best path as text (with a grammar)
+    # word edit distance of the free transcript (free_text, else ctc_text) to the grammar's answer
+    free_distance: float | None = None
+
+    @property
+    def rtf(self) -> float:
+        """Real-time factor: seconds of compute per second of audio (lower is faster)."""
+        return self.decode_seconds / self.duration if self.duration else 0.0
+
+    def to_json(self) -> dict[str, object]:
+        return {**asdict(self), "rtf": self.rtf}
+
+
+def expand_inputs(items: list[str]) -> list[str]:
+    """Files as given, directories as the audio files inside them (sorted)."""
+    paths: list[str] = []
+    for item in items:
+        path = Path(item)
+        if path.is_dir():
+            paths.extend(str(p) for p in sorted(path.rglob("*")) if p.suffix.lower() in AUDIO_SUFFIXES)
+        else:
+            paths.append(item)
+    return paths
+
+
+# ------------------------------------------------------------------ the thresholds that apply
+
+
+def ctc_margin(reject_margin: float | str, max_ctc_gap: float, constrained: bool) -> float:
+    """The CTC-gap threshold that applies: reject_margin with a grammar (when it is a number),
+    max_ctc_gap otherwise. 0 = no gap check."""
+    if constrained and reject_margin != "auto":
+        return float(reject_margin)
+    return float(max_ctc_gap)
+
+
+def distance_limit(reject_distance: float | str, constrained: bool) -> float:
+    """The free/constrained word-distance threshold that applies (1.0 = no check: free
+    decoding, or `auto` not chosen yet)."""
+    if constrained and reject_distance != "auto":
+        return float(reject_distance)
+    return 1.0
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The thresholds a decoded result is judged by, from a decode section (DecodeSettings or an
+    export's config.json) and whether a grammar constrained the search."""
+
+    margin: float  # CTC gap above this: rejected (0 = off)
+    distance: float  # free transcript farther than this from the answer: rejected (1 = off)
+    min_confidence: float
+
+    @classmethod
+    def of(cls, decode: Any, constrained: bool) -> Rules:
+        """`decode`: anything with the decode settings as attributes or keys."""
+        get = decode.get if isinstance(decode, dict) else lambda key: getattr(decode, key)
+        return cls(
+            ctc_margin(get("reject_margin"), get("max_ctc_gap"), constrained),
+            distance_limit(get("reject_distance"), constrained),
+            float(get("min_confidence")),
+        )
+
+
+# ------------------------------------------------------------------ before the model is asked
+
+
+def loudness_dbfs(wave: np.ndarray, sample_rate: int) -> float:
+    """Level of the loudest 100 ms window, in dB relative to full scale."""
+    wave = np.asarray(wave, dtype=np.float32)
+    window = max(1, sample_rate // 10)
+    frames = wave[: wave.size // window * window].reshape(-1, window) if wave.size >= window else wave[None]
+    rms = float(np.sqrt(np.square(frames).mean(axis=1, dtype=np.float32)).max())
+    return 20 * math.log10(max(rms, 1e-12))
+
+
+def heard_speech(wave: np.ndarray, sample_rate: int, threshold: float) -> bool:
+    """The no-speech gate: whether some 32 ms window of the file reaches `threshold` of Silero
+    VAD speech probability. True (no gate) when the threshold is 0 or the model is not installed."""
+    vad = _silero() if threshold > 0 else None
+    if vad is None:
+        return True
+    from seqx.listen.vad import SAMPLE_RATE, Windower
+
+    audio = np.asarray(wave, dtype=np.float32)
+    if sample_rate != SAMPLE_RATE:
+        import soxr
+
+        audio = soxr.resample(audio, sample_rate, SAMPLE_RATE)
+    vad.reset()
+    windower = Windower()
+    # the first window that reaches the threshold settles it: a command costs the windows up to
+    # its first syllable, only audio without speech is read to the end
+    return any(vad.prob(window) >= threshold for window in [*windower.feed(audio), *windower.flush()])
+
+
+_VAD: list = []  # the Silero session, loaded once per process ([None] when it cannot be)
+
+
+def _silero():  # noqa: ANN202 (SileroVad | None; imported late: onnxruntime is optional on the torch path)
+    if not _VAD:
+        from seqx.listen.vad import SileroVad, silero_model_path
+
+        path = silero_model_path()
+        try:
+            _VAD.append(SileroVad(path) if path is not None else None)
+        except ImportError:
+            _VAD.append(None)
+    return _VAD[0]
+
+
+def gate(result: Result, wave: np.ndarray, sample_rate: int, silence_dbfs: float, vad_threshold: float) -> bool:
+    """Silence and no-speech checks before the model is asked; True when the file goes on to decoding."""
+    wave = np.asarray(wave, dtype=np.float32)
+    if wave.size == 0 or loudness_dbfs(wave, sample_rate) < silence_dbfs:
+        # digital silence is unlike anything a model trains on; don't let it guess a command
+        result.no_speech, result.reason = True, "silence"
+        return False
+    if not heard_speech(wave, sample_rate, vad_threshold):
+        result.no_speech, result.reason = True, "no speech"
+        return False
+    return True
+
+
+# ------------------------------------------------------------------ after the search
+
+
+@dataclass
+class Searched:
+    """A batch's search: the n-best lists, the CTC gap of each best, and with a grammar and
+    `decode.free_beam` the free (unconstrained) best of the same encoder pass beside it."""
+
+    nbests: list[list[Hypothesis]]
+    gaps: list[float | None]
+    free: list[Hypothesis | None]  # the free beam's best; None without one
+    free_gaps: list[float | None]  # the constrained best's joint score below the free best's, per frame
+    ctc_best: list[list[int]]  # the CTC head's best path, collapsed: its tokens ([] without a CTC head)
+
+
+def joint_gaps(
+    best: Sequence[Hypothesis | None], free: Sequence[Hypothesis | None], mem_lens: Sequence[int], length_penalty: float
+) -> list[float | None]:
+    """Per utterance, (free best's joint log-score - constrained best's) / encoder frames: a
+    log-likelihood ratio per frame (0 when they agree; large when the grammar's answer is far
+    less likely than what the model would say freely; below 0 when the narrower free beam found
+    a longer answer of lower total score). Scores are un-normalized first (the beam ranks by
+    score / (tokens + 1) ** length_penalty); a flagged free best does not count."""
+    gaps: list[float | None] = []
+    for b, f, frames in zip(best, free, mem_lens, strict=True):
+        if b is None or f is None or f.flagged:
+            gaps.append(None)
+            continue
+        raw_b = b.score * float(len(b.tokens) + 1) ** length_penalty
+        raw_f = f.score * float(len(f.tokens) + 1) ** length_penalty
+        gaps.append((raw_f - raw_b) / max(int(frames), 1))
+    return gaps
+
+
+def ctc_best_paths(logp: np.ndarray, mem_lens: np.ndarray, blank: int) -> list[list[int]]:
+    """The CTC head's best path of each utterance, repeats merged and blanks dropped (B lists of
+    token ids): the cheapest free transcript, from log-posteriors logp (B, S, V) already computed."""
+    best = np.asarray(logp).argmax(axis=-1)  # (B, S)
+    S = best.shape[1]
+    valid = np.arange(S)[None, :] < np.asarray(mem_lens)[:, None]
+    changed = np.ones_like(valid)
+    changed[:, 1:] = best[:, 1:] != best[:, :-1]
+    keep = valid & changed & (best != blank)
+    return [row[mask].tolist() for row, mask in zip(best, keep, strict=True)]
+
+
+def note(result: Result, found: Searched, k: int, detokenize: Detokenize, has_ctc: bool) -> None:
+    """The checks' signals of batch item k onto its result (before `judge` decides on it)."""
+    result.ctc_gap, result.free_gap = found.gaps[k], found.free_gaps[k]
+    free = found.free[k]
+    result.free_text = detokenize(free.tokens) if free is not None else None
+    result.ctc_text = detokenize(found.ctc_best[k]) if has_ctc else None
+
+
+class Parser(Protocol):
+    """What `judge` needs of a grammar (seqx.grammar.model.Grammar)."""
+
+    def parse(self, text: str) -> Parse | None: ...
+
+
+def judge(
+    result: Result, hyps: list[Hypothesis], detokenize: Detokenize, rules: Rules, grammar: Parser | None
+) -> None:
+    """The n-best onto the result and the verdict: understood (with the grammar's parse), or not
+    understood with the reason (no answer, cut off, rejected, low confidence)."""
+    texts = [detokenize(h.tokens) for h in hyps]
+    result.nbest = [
+        {"text": t, "score": h.score, "confidence": h.confidence, "flagged": h.flagged} for t, h in zip(texts, hyps)
+    ]
+    best = hyps[0] if hyps else None
+    if best is None:
+        result.no_speech, result.reason = True, "no answer"
+        return
+    result.score = float(best.score)
+    result.confidence = float(best.confidence) if math.isfinite(best.confidence) else 0.0
+    result.text = texts[0]
+    # a looping or runaway hypothesis (flagged by the search) is never passed off as a command,
+    # nor one the CTC head finds far less likely than what it heard (a made-up command, or the
+    # grammar's nearest sentence to something it cannot say)
+    made_up = rules.margin > 0 and result.ctc_gap is not None and result.ctc_gap > rules.margin
+    if grammar is not None:
+        # what the model hears when it may say anything, against what the grammar made of it
+        heard = result.free_text if result.free_text is not None else result.ctc_text
+        result.free_distance = word_distance(heard, result.text) if heard is not None else None
+        made_up |= result.free_distance is not None and result.free_distance > rules.distance
+    reason = (
+        "no answer" if not result.text
+        else "cut off" if best.flagged
+        else "rejected" if made_up
+        else "low confidence" if result.confidence < rules.min_confidence
+        else None
+    )  # fmt: skip
+    if reason is not None:
+        result.text, result.no_speech, result.reason = "", True, reason
+        return
+    result.understood = True
+    parse = grammar.parse(result.text) if grammar is not None else None
+    if parse is not None:
+        result.intent, result.slots = parse.intent, dict(parse.slots)
+
+
+def join_pieces(result: Result, pieces: Sequence[Any], parts: Sequence[Result]) -> None:
+    """A long recording's result from its pieces (seqx.listen.segment.Piece) and theirs: the
+    understood pieces' texts joined, one command's parse as the file's."""
+    from seqx.listen.segment import join_texts
+
+    result.segments = [
+        {"start": round(p.start, 3), "end": round(p.end, 3), "text": r.text, "intent": r.intent, "slots": r.slots,
+         "understood": r.understood}
+        for p, r in zip(pieces, parts, strict=True)
+    ]  # fmt: skip
+    heard = [(p, r) for p, r in zip(pieces, parts, strict=True) if r.understood]
+    result.text = join_texts([r.text for _, r in heard], [p.hard_cut for p, _ in heard])
+    result.understood = bool(heard)
+    result.no_speech, result.reason = not heard, None if heard else "no speech"
+    if len(heard) == 1:  # one command in a long recording: its parse is the file's
+        result.intent, result.slots = heard[0][1].intent, heard[0][1].slots
+    result.confidence = min((r.confidence for _, r in heard), default=0.0)
