@@ -59,13 +59,18 @@ def _threads() -> int:
         return 0
 
 
-def _session(path: Path, threads: int) -> Any:
+def _session(path: Path, threads: int, optimized: bool = False) -> Any:
+    """An onnxruntime CPU session on `path`; a file that does not load is one SeqxError line.
+    `optimized`: the graph was saved already optimized by this onnxruntime version (`seqx export`
+    does so), so the session skips graph optimization (about half of opening a session)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
+    if optimized:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     try:
         return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     except Exception as err:  # onnxruntime raises its own Fail/InvalidProtobuf types
@@ -106,11 +111,14 @@ def load_exported(folder: str | Path, threads: int | None = None) -> ExportedMod
         sp = spm.SentencePieceProcessor(model_file=str(folder / TOKENIZER))
     except (OSError, RuntimeError) as err:
         raise SeqxError(f"{folder / TOKENIZER}: not a sentencepiece model ({str(err)[:120]})") from None
+    import onnxruntime as ort
+
     threads = _threads() if threads is None else threads
+    optimized = config["export"].get("optimized_for") == ort.__version__
     specials = {dims["pad_id"], dims["bos_id"], dims["eos_id"], dims["blank_id"], sp.unk_id()}
     return ExportedModel(
         folder=folder, config=config, dims=dims, decode=decode, sample_rate=sample_rate,
-        features=NumpyFeatures(features, sample_rate, cmvn),
-        encoder=_session(folder / ENCODER, threads), step=_session(folder / STEP, threads),
+        features=NumpyFeatures(features, sample_rate, cmvn, models=folder),
+        encoder=_session(folder / ENCODER, threads, optimized), step=_session(folder / STEP, threads, optimized),
         sp=sp, special_ids=specials, grammar=_grammar(config),
     )  # fmt: skip
