@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated, Optional, get_args
 
 import typer
-from rich.table import Table
 
 from seqx.cli.common import (
     JsonOpt,
@@ -20,7 +19,7 @@ from seqx.cli.common import (
     print_error,
 )
 from seqx.errors import SeqxError
-from seqx.recipe import DEFAULT_RECIPE, Precision
+from seqx.constants import DEFAULT_RECIPE, Precision
 
 ModelOpt = Annotated[
     Optional[Path],
@@ -187,6 +186,8 @@ def evaluate(
 ) -> None:
     """WER, sentence accuracy, command acceptance, false rejects and false accepts (out-of-grammar
     speech and noise), free and grammar-constrained, with their real-time factors."""
+    from rich.table import Table
+
     from seqx.decode.evaluate import compare
 
     _check_precision(precision)
