@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from importlib import resources
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +28,14 @@ MEL_MODEL, WINDOW_MODEL, STREAM_MODEL = "melspectrogram.onnx", "embedding_model.
 
 
 def package_models() -> Path:
-    """Where the installed openwakeword package keeps its graphs."""
-    try:
-        return Path(str(resources.files("openwakeword"))) / "resources" / "models"
-    except ModuleNotFoundError as err:
+    """Where the installed openwakeword package keeps its graphs. Found without importing the
+    package: its __init__ imports scikit-learn and more, ~1 s of CPU (importlib.resources.files
+    would import it)."""
+    spec = find_spec("openwakeword")
+    if spec is None or not spec.submodule_search_locations:
         need = "features.kind speech_embedding needs the openwakeword package (pip install openwakeword==0.5.1)"
-        raise SeqxError(need) from err
+        raise SeqxError(need)
+    return Path(list(spec.submodule_search_locations)[0]) / "resources" / "models"
 
 
 def graphs(folder: Path | None) -> tuple[Path, Path, bool]:
