@@ -111,7 +111,8 @@ def export_bundle(bundle: Bundle, out: str | Path, int8: bool = False) -> Export
     if int8:
         _quantize(fp32_enc)
         _quantize(fp32_step)
-    optimized = _optimize(fp32_enc) and _optimize(fp32_step)
+    for path in (fp32_enc, fp32_step):
+        optimized = _optimize(path)  # the onnxruntime version that optimized them
     diffs = _check_against_torch(out, enc, step, bundle, int8)
     shutil.copyfile(bundle.folder / TOKENIZER, out / TOKENIZER)
     assets = _copy_assets(bundle, out)
