@@ -10,8 +10,11 @@ process of its own, so each peak resident memory (ru_maxrss) is that configurati
   torch fp32 / torch bf16   seqx.decode.transcribe.transcribe_files, decode.precision fp32 / bf16
   onnx fp32 / onnx int8     seqx.runtime.transcribe_files
 
-each over the same files with beam 8 (the bundle's CTC weight and rejection), timed after one
-warm-up file: RTF = decode seconds / audio seconds, both wall and CPU (user + system of the
+each over the same files with beam 8 (the bundle's CTC weight and CTC-gap rejection) and what
+the runtime does, so that the four decode alike: free decoding (the runtime applies a grammar
+only when config.json holds a token automaton, which a recipe-grammar bundle's does not), no
+free beam beside it, no Silero gate (torch: decode.grammar none, free_beam 0, vad_threshold 0).
+Timed after one warm-up file: RTF = decode seconds / audio seconds, both wall and CPU (user + system of the
 process: on a shared machine the wall clock also counts waiting for a core). With
 OMP_NUM_THREADS=1 both torch and onnxruntime use one thread, so CPU time is the honest comparison. Time to first result: the wall time from
 starting `python -m seqx.runtime MODEL FILE` (and `seqx transcribe --model MODEL FILE`, and the
@@ -33,6 +36,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+LIKE_RUNTIME = {"vad_threshold": 0.0, "free_beam": 0}  # with grammar none: what the runtime decodes
+# what seqx export puts beside the model's two graphs (embedding_model.onnx: older exports)
+FEATURE_GRAPHS = ("melspectrogram.onnx", "embedding_stream.onnx", "embedding_model.onnx", "silero_vad.onnx")
 
 
 def worker(kind: str, model: str, files: list[str]) -> dict:
@@ -45,7 +51,8 @@ def worker(kind: str, model: str, files: list[str]) -> dict:
         from seqx.decode.transcribe import transcribe_files
 
         bundle = load_bundle(model, device="cpu")
-        settings = bundle.decode.merged(beam=8, precision="bf16" if kind == "torch-bf16" else "fp32")
+        settings = bundle.decode.merged(beam=8, precision="bf16" if kind == "torch-bf16" else "fp32", grammar="none")
+        settings = settings.model_copy(update=LIKE_RUNTIME)
         run = lambda paths: transcribe_files(bundle, paths, settings)  # noqa: E731
     else:
         from seqx.runtime import load_exported, settings_for, transcribe_files
@@ -85,26 +92,42 @@ def first_result(argv: list[str], repeats: int) -> tuple[float, float, str]:
 
 
 def breakdown(model: str, wav: str) -> dict[str, float]:
-    """Where the runtime's first result goes, measured in a fresh process."""
+    """Where the runtime's first result goes, in CPU seconds (user + system; on a shared machine the
+    wall clock also counts waiting for a core), measured in a fresh process."""
     code = f"""
 import time, json
-t0 = time.perf_counter()
+c = time.process_time
+t0 = c()
 import numpy, onnxruntime, sentencepiece, soundfile
-t1 = time.perf_counter()
-from seqx.runtime import load_exported, transcribe_files
-t2 = time.perf_counter()
+t1 = c()
+from seqx.runtime import load_exported, settings_for
+from seqx.runtime.transcribe import load_audio, search
+t2 = c()
 m = load_exported({model!r})
-t3 = time.perf_counter()
-r = transcribe_files(m, [{wav!r}])
-t4 = time.perf_counter()
+t3 = c()
+wave = load_audio({wav!r}, m.sample_rate)
+t4 = c()
+feats = m.features(wave)
+t5 = c()
+nbest, _ = search(m, [feats], settings_for(m))
+text = m.detokenize(nbest[0][0].tokens) if nbest[0] else ""
+t6 = c()
+feats = m.features(wave)
+t7 = c()
 print(json.dumps({{"import numpy+onnxruntime+sentencepiece+soundfile": t1 - t0, "import seqx.runtime": t2 - t1,
-                  "load (2 sessions, tokenizer)": t3 - t2, "read + featurize + decode": t4 - t3}}))
+                  "load_exported (encoder + step sessions, tokenizer)": t3 - t2, "read the file": t4 - t3,
+                  "features, first call (+ the 2 feature-graph sessions)": t5 - t4, "search + detokenize": t6 - t5}}))
+print(json.dumps({{"features, second call": t7 - t6}}))
 """
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    start = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
-    parts = json.loads(out)
-    parts["interpreter start + exit"] = time.perf_counter() - start - sum(parts.values())
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    lines = out.strip().splitlines()
+    parts, second = json.loads(lines[0]), json.loads(lines[1])
+    parts["interpreter start + exit"] = total - sum(parts.values()) - sum(second.values())
+    parts.update(second)  # not part of the first result: how much of the first call was set-up
     return parts
 
 
@@ -156,7 +179,9 @@ def main() -> None:
         row = json.loads(proc.stdout.strip().splitlines()[-1])
         folder = Path(model)
         weights = [p for p in folder.iterdir() if p.suffix in (".onnx", ".safetensors")]
-        row["model_mb"] = sum(p.stat().st_size for p in weights) / 1e6
+        weights = [p for p in weights if p.name not in FEATURE_GRAPHS]
+        row["model_mb"] = sum(p.stat().st_size for p in weights) / 1e6  # the seqx model: encoder + decoder
+        row["feature_graphs_mb"] = sum(p.stat().st_size for p in folder.iterdir() if p.name in FEATURE_GRAPHS) / 1e6
         row["folder_mb"] = sum(p.stat().st_size for p in folder.iterdir() if p.is_file()) / 1e6
         texts = row.pop("texts")
         reference_texts = reference_texts if rows else texts  # torch fp32's, the first row
@@ -181,19 +206,21 @@ def main() -> None:
         "first_result": {k: {"seconds": v[0], "cpu_seconds": v[1], "text": v[2]} for k, v in ttfr.items()},
         "first_result_breakdown": breakdown(str(out / "onnx-int8"), two_s.audio),
     }  # fmt: skip
+    (out / "report.json").write_text(json.dumps(report, indent=1))
     if args.json:
         print(json.dumps(report, indent=1))
         return
     print(f"{args.model}: {len(files)} files, {rows[0]['audio']:.0f} s of audio, beam 8, OMP_NUM_THREADS={report['threads']}")
-    print("| path | RTF (wall) | RTF (CPU) | vs torch fp32 (CPU) | weights MB | folder MB | peak RSS MB | WER % | sentence acc % | texts changed |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| path | RTF (wall) | RTF (CPU) | vs torch fp32 (CPU) | model MB | feature + VAD graphs MB | folder MB | peak RSS MB | WER % | sentence acc % | texts changed |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
-        print(f"| {r['kind']} | {r['rtf']:.4f} | {r['rtf_cpu']:.4f} | {r['speedup_vs_torch_fp32']:.2f}x | {r['model_mb']:.2f} | {r['folder_mb']:.2f} | "
-              f"{r['max_rss_mb']:.0f} | {100 * r['wer']:.2f} | {100 * r['sentence_acc']:.1f} | {r['changed_vs_torch_fp32']} |")  # fmt: skip
+        print(f"| {r['kind']} | {r['rtf']:.4f} | {r['rtf_cpu']:.4f} | {r['speedup_vs_torch_fp32']:.2f}x | {r['model_mb']:.2f} | "
+              f"{r['feature_graphs_mb']:.2f} | {r['folder_mb']:.2f} | {r['max_rss_mb']:.0f} | {100 * r['wer']:.2f} | "
+              f"{100 * r['sentence_acc']:.1f} | {r['changed_vs_torch_fp32']} |")  # fmt: skip
     print(f"\ntime to first result, {two_s.duration:.2f} s file, median of {args.repeats}:")
     for name, (seconds, cpu, text) in ttfr.items():
         print(f"  {seconds:.3f} s wall, {cpu:.3f} s CPU  {name}  -> {text!r}")
-    print("runtime first result, by part:")
+    print("runtime first result, by part (CPU seconds):")
     for name, seconds in report["first_result_breakdown"].items():
         print(f"  {seconds:.3f} s  {name}")
 

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from seqx.constants import DEFAULT_RECIPE, Precision  # noqa: F401 (defined there for the CLI's fast start; re-exported)
 
 from seqx.errors import RecipeError
 
@@ -400,9 +401,6 @@ class TrainSettings(_Section):
 # ------------------------------------------------------------------------ decode
 
 
-Precision = Literal["auto", "fp32", "bf16"]  # decode.precision, --precision
-
-
 class DecodeSettings(_Section):
     beam: int = Field(8, ge=1, le=256)  # 1 = greedy
     nbest: int = Field(1, ge=1, le=256)
@@ -593,9 +591,6 @@ class Recipe(_Section):
         for key, value in overrides.items():
             _set_dotted(raw, key, value, origin=f"device_profiles.{kind}")
         return _validate(raw, source=f"device_profiles.{kind}")
-
-
-DEFAULT_RECIPE = Path("recipes/commands.yaml")
 
 
 def local_device_kind() -> str:

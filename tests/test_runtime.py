@@ -202,6 +202,74 @@ def test_each_front_end_exports_and_decodes_alike(
     assert [[h["text"] for h in n] for n in onnx_nbest] == [[h["text"] for h in n] for n in torch_nbest]
 
 
+def test_speech_embedding_export_is_self_contained_and_decodes_like_torch(
+    trained: tuple[Recipe, Bundle, Path], tmp_path: Path
+) -> None:
+    """A speech-embedding bundle's export carries the mel graph and the whole-utterance embedding
+    graph; the runtime's features from them equal the torch path's (seqx.featurize.embedding, window
+    by window) to the bit, and the n-best lists are the same."""
+    from seqx.featurize.audio import load_audio
+    from seqx.featurize.cmvn import Cmvn
+    from seqx.featurize.features import FeatureExtractor
+    from seqx.model.transformer import ModelDimensions
+    from seqx.recipe import ModelSettings
+    from seqx.runtime.embedding import STREAM_MODEL
+
+    recipe, bundle, _ = trained
+    features = FeatureSettings(kind="speech_embedding")
+    settings = ModelSettings(d_model=32, heads=2, enc_layers=1, dec_layers=1, d_ff=64, frontend="linear")
+    dims = ModelDimensions.from_settings(settings, features.n_feats, bundle.tokenizer)
+    torch.manual_seed(0)
+    cmvn = Cmvn(torch.randn(96), torch.rand(96) + 0.5)
+    decode = bundle.decode.model_copy(update={"max_ctc_gap": 0.0})  # an untrained model: keep its texts
+    model = Seq2SeqTransformer(dims).eval()
+    folder = save_bundle(tmp_path / "bundle", model, features, 16000, cmvn, bundle.tokenizer, decode)
+    random_bundle = load_bundle(folder)
+    report = export_bundle(random_bundle, tmp_path / "onnx")
+    assert {"melspectrogram.onnx", STREAM_MODEL} <= set(report.sizes)
+    exported = load_exported(tmp_path / "onnx", threads=1)
+    paths = _split_audio(recipe, "test")[:6]
+    torch_features = FeatureExtractor(features, 16000)
+    for path in paths:
+        wave = load_audio(path, 16000)
+        assert np.array_equal(exported.features.frames(wave.numpy()), torch_features(wave).numpy())
+    torch_nbest = [r.nbest for r in transcribe_files(random_bundle, paths, random_bundle.decode)]
+    onnx_nbest = [r.nbest for r in runtime_transcribe(exported, paths)]
+    assert [[h["text"] for h in n] for n in onnx_nbest] == [[h["text"] for h in n] for n in torch_nbest]
+
+
+def test_seqx_transcribe_on_an_export_prints_what_the_typer_command_prints(
+    trained: tuple[Recipe, Bundle, Path],
+) -> None:
+    """`seqx transcribe --model EXPORTED FILE` skips the Typer app (start-up); its output is the
+    Typer command's, and it imports neither typer, pydantic, the recipe schema nor torch. Two files
+    go to the Typer command (which imports typer and, through it, pydantic; still no recipe schema)."""
+    from typer.testing import CliRunner
+
+    from seqx.cli.app import build_app
+
+    recipe, _, onnx_dir = trained
+    wavs = _split_audio(recipe, "test")[:2]
+    cases = (([wavs[0]], True), ([wavs[1], "--beam", "2"], True), (["--greedy", wavs[0]], True), (wavs, False))
+    for extra, short in cases:
+        argv = ["transcribe", "--model", str(onnx_dir), *extra]
+        code = (
+            "import sys\n"
+            f"sys.argv = ['seqx', *{argv!r}]\n"
+            "from seqx.cli.app import main\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code\n"
+            "print('IMPORTED', sorted(m for m in ('seqx.recipe', 'typer', 'pydantic', 'torch') if m in sys.modules))\n"
+        )
+        env = {"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+        fast = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=env)
+        assert fast.returncode == 0, fast.stderr
+        *lines, imported = fast.stdout.splitlines()
+        assert imported == "IMPORTED []" if short else imported == "IMPORTED ['pydantic', 'typer']"
+        typer_run = CliRunner().invoke(build_app(), argv)
+        assert typer_run.exit_code == 0, typer_run.output
+        assert lines == typer_run.output.splitlines()
+
+
 @pytest.mark.parametrize("kind", ["fbank", "mfcc"])
 def test_numpy_features_match_torchaudio(espeak_wav, tmp_path: Path, kind: str) -> None:  # noqa: ANN001
     from seqx.featurize.audio import load_audio

@@ -1,64 +1,96 @@
-"""The Typer app: every command registered in one explicit line, and `main()`.
+"""The Typer app: every command named in one explicit line of COMMANDS, and `main()`.
 
 `main()` runs the app and turns user-facing errors into one red line and an exit code
 (2 for a bad recipe or setting, 1 for other bad input). A new command is a function in
-its own `cmd_*.py` (which imports what it shares from `seqx.cli.common`) and one
-`app.command()(...)` line below.
+its own `cmd_*.py` (which imports what it shares from `seqx.cli.common`) and one line in
+COMMANDS below. `main()` imports only the module of the command it runs.
 """
 
 from __future__ import annotations
 
+import importlib
+import os
 import sys
+from typing import TYPE_CHECKING
 
-import typer
-
-from seqx.cli import cmd_data, cmd_decode, cmd_export, cmd_featurize, cmd_grammar, cmd_listen, cmd_plot, cmd_tokenize, cmd_train
-from seqx.cli.common import (  # noqa: F401 (re-exported: what commands used to import from here)
-    JsonOpt,
-    RecipeArg,
-    RichReporter,
-    SetOpt,
-    console,
-    fail,
-    load_for_this_machine,
-    out,
-    print_error,
-)
 from seqx.errors import SeqxError
-from seqx.recipe import RecipeError
-from seqx.stage import disk_full, is_disk_full
 
-app = typer.Typer(
-    name="seqx",
-    help="Speech to text with a Transformer encoder-decoder: data, featurize, tokenize, train, transcribe, evaluate.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-app.command()(cmd_data.data)
-app.command()(cmd_featurize.featurize)
-app.command()(cmd_tokenize.tokenize)
-app.command()(cmd_train.train)
-app.command()(cmd_decode.transcribe)
-app.command()(cmd_decode.evaluate)
-app.command()(cmd_plot.plot)
-app.command()(cmd_grammar.grammar)
-app.command()(cmd_listen.listen)
-app.command()(cmd_export.export)
+if TYPE_CHECKING:
+    import typer
 
+HELP = "Speech to text with a Transformer encoder-decoder: data, featurize, tokenize, train, transcribe, evaluate."
+# command -> (module, function), in the order `seqx --help` lists them. A module is imported only
+# when its command runs (or for --help): the recipe schema, rich tables and torch are then paid
+# only by the commands that use them (`seqx transcribe --help`: 0.41 -> 0.25 s of CPU, shared machine).
+COMMANDS = {
+    "data": ("cmd_data", "data"),
+    "featurize": ("cmd_featurize", "featurize"),
+    "tokenize": ("cmd_tokenize", "tokenize"),
+    "train": ("cmd_train", "train"),
+    "transcribe": ("cmd_decode", "transcribe"),
+    "evaluate": ("cmd_decode", "evaluate"),
+    "plot": ("cmd_plot", "plot"),
+    "grammar": ("cmd_grammar", "grammar"),
+    "listen": ("cmd_listen", "listen"),
+    "export": ("cmd_export", "export"),
+}
 # every command module, for callers that once had to import them to register the commands
-COMMAND_MODULES = ["cmd_data", "cmd_featurize", "cmd_tokenize", "cmd_train", "cmd_decode", "cmd_plot", "cmd_grammar", "cmd_listen", "cmd_export"]
+COMMAND_MODULES = list(dict.fromkeys(module for module, _ in COMMANDS.values()))
+
+
+def build_app(only: str | None = None) -> typer.Typer:
+    """The Typer app with every command, or with command `only` alone (what `main()` runs: it
+    imports one command module). A group callback keeps the command's name on the command line
+    even when it is the only one registered."""
+    import typer
+
+    app = typer.Typer(
+        name="seqx", help=HELP, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False
+    )
+    app.callback()(_root)
+    for name, (module, function) in COMMANDS.items():
+        if only is None or name == only:
+            app.command(name)(getattr(importlib.import_module(f"seqx.cli.{module}"), function))
+    return app
+
+
+def _root() -> None:  # the group: without it a lone registered command would lose its name
+    pass
+
+
+def __getattr__(name: str) -> object:
+    """`from seqx.cli.app import app` (tests, tools): the full app, built on first use."""
+    if name == "app":
+        globals()["app"] = built = build_app()
+        return built
+    if name in ("JsonOpt", "RecipeArg", "RichReporter", "SetOpt", "console", "fail", "load_for_this_machine", "out",
+                "print_error"):  # fmt: skip
+        return getattr(importlib.import_module("seqx.cli.common"), name)  # once re-exported from here
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _command(argv: list[str]) -> str | None:
+    """The command the arguments name (the first that is not an option), if it is one of ours."""
+    first = next((arg for arg in argv if not arg.startswith("-")), None)
+    return first if first in COMMANDS else None
 
 
 def main() -> None:
+    fast = _exported_transcribe(sys.argv[1:])
+    if fast is not None:
+        sys.exit(fast)
+    import typer
+
+    from seqx.cli.common import console, print_error
+
     try:
-        code = app(standalone_mode=False)
-    except RecipeError as err:
+        code = build_app(only=_command(sys.argv[1:]))(standalone_mode=False)
+    except (ValueError, SeqxError) as err:  # a RecipeError (a ValueError) exits 2, other SeqxErrors 1
+        recipe_error = _is_recipe_error(err)
+        if not recipe_error and not isinstance(err, SeqxError):
+            raise
         print_error(str(err))
-        sys.exit(2)
-    except SeqxError as err:
-        print_error(str(err))
-        sys.exit(1)
+        sys.exit(2 if recipe_error else 1)
     except typer.Exit as err:
         sys.exit(err.exit_code)
     except typer.Abort:
@@ -68,6 +100,8 @@ def main() -> None:
         console.print("[red]interrupted[/]")
         sys.exit(130)
     except Exception as err:  # click usage errors arrive here with standalone_mode=False
+        from seqx.stage import disk_full, is_disk_full
+
         if is_disk_full(err):  # a write outside atomic_write (a log line): still one line, not a traceback
             print_error(str(disk_full(getattr(err, "filename", None) or "a file")))
             sys.exit(1)
@@ -78,6 +112,51 @@ def main() -> None:
     # without standalone mode click does not raise a command's `typer.Exit(1)`: it returns the code
     if isinstance(code, int) and code:
         sys.exit(code)
+
+
+def _exported_transcribe(argv: list[str]) -> int | None:
+    """`seqx transcribe --model EXPORTED FILE [--beam N | --greedy]` (one file: the latency case) run as
+    `python -m seqx.runtime` does, without building the Typer app: Typer 0.29 validates every option
+    through pydantic, and with rich that is 0.15 s of CPU, 40 % of the first result
+    (docs/benchmarks.md). The output is the same (tests/test_runtime.py compares the two). Anything
+    else (another option, several files, a folder, stdin, a torch bundle, --help) returns None and
+    goes to the Typer app, which owns the command's options."""
+    if not argv or argv[0] != "transcribe":
+        return None
+    model, files, runtime_args = None, [], []
+    args = iter(argv[1:])
+    for arg in args:
+        name, eq, value = arg.partition("=")
+        if name in ("--model", "-m", "--beam", "-b"):
+            value = value if eq else next(args, "")
+            if name in ("--model", "-m"):
+                model = value
+            elif value.isdigit() and 1 <= int(value) <= 256:  # the command's BeamOpt range
+                runtime_args += ["--beam", value]
+            else:
+                return None
+        elif arg == "--greedy":
+            runtime_args.append("--greedy")
+        elif arg.startswith("-") or not os.path.isfile(arg):
+            return None
+        else:
+            files.append(arg)
+    if model is None or len(files) != 1:
+        return None
+    from seqx.runtime.model import is_exported
+
+    if not is_exported(model):
+        return None
+    from seqx.runtime.__main__ import main as run
+
+    return run([model, *files, *runtime_args])
+
+
+def _is_recipe_error(err: Exception) -> bool:
+    """A bad recipe or setting (exit 2). Without the recipe module imported none can have been
+    raised, and importing it here would cost the start-up that lazy commands save."""
+    recipe = sys.modules.get("seqx.recipe")
+    return recipe is not None and isinstance(err, recipe.RecipeError)
 
 
 def _is_usage_error(err: Exception) -> bool:

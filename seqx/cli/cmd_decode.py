@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated, Optional, get_args
 
 import typer
-from rich.table import Table
 
 from seqx.cli.common import (
     JsonOpt,
@@ -20,7 +19,7 @@ from seqx.cli.common import (
     print_error,
 )
 from seqx.errors import SeqxError
-from seqx.recipe import DEFAULT_RECIPE, Precision
+from seqx.constants import DEFAULT_RECIPE, Precision
 
 ModelOpt = Annotated[
     Optional[Path],
@@ -92,7 +91,7 @@ def transcribe(
 ) -> None:
     """Transcribe audio files (wav/flac/ogg/mp3, any rate and channel count): one line per file,
     the text and, with a grammar, `intent {slot=value ...}` or `not understood`."""
-    from seqx.decode.result import expand_inputs  # torch-free: the exported-model path must not import torch
+    from seqx.decode.result import expand_inputs, result_line  # torch-free: the exported-model path must not import torch
     from seqx.runtime.model import is_exported
 
     _check_precision(precision)
@@ -104,11 +103,9 @@ def transcribe(
     if model is not None and is_exported(model):  # an ONNX export: onnxruntime + numpy, torch never imported
         from seqx.runtime import load_exported, settings_for
         from seqx.runtime import transcribe_files as run_exported
-        from seqx.runtime.transcribe import constrained
 
         exported = load_exported(model)
         settings = settings_for(exported, **options, grammar=grammar)  # --grammar: recipe or none
-        has_grammar = constrained(exported, settings)
         results = run_exported(exported, paths, settings)
         if json_out:
             for result in results:
@@ -120,7 +117,6 @@ def transcribe(
         bundle = _bundle(model, device)
         settings = bundle.decode.merged(**options, precision=precision, grammar=grammar)
         constraint = Constraint.of(bundle, settings)  # a bad grammar or an unspellable word: one line, exit 2
-        has_grammar = constraint.grammar is not None
         with RichReporter() as reporter:
             # text mode prints each unreadable file's error in its place below; JSON mode keeps the warning on stderr
             results = transcribe_files(
@@ -133,7 +129,7 @@ def transcribe(
             if result.error:
                 print_error(f"{result.path}: {result.error}")
                 continue
-            line = _plain(result, has_grammar)
+            line = result_line(result)
             if len(paths) == 1 and (nbest or 1) == 1:
                 out.print(line, highlight=False)
             else:
@@ -142,16 +138,6 @@ def transcribe(
                     out.print(f"  {alt['score']:.3f}\t{alt['text']}", highlight=False)
     if any(r.error for r in results):
         raise typer.Exit(1)
-
-
-def _plain(result, constrained: bool) -> str:  # noqa: ANN001 (Result is imported late)
-    """One result as text: the words and `intent {slot=value ...}`, or `not understood`."""
-    if not result.understood:
-        return "not understood" + (f" ({result.reason})" if result.reason else "")
-    if result.intent is None:
-        return result.text
-    slots = " ".join(f"{name}={value}" for name, value in result.slots.items())
-    return f"{result.text}   {result.intent} {{{slots}}}"
 
 
 def evaluate(
@@ -172,6 +158,8 @@ def evaluate(
 ) -> None:
     """WER, sentence accuracy, command acceptance, false rejects and false accepts (out-of-grammar
     speech and noise), free and grammar-constrained, with their real-time factors."""
+    from rich.table import Table
+
     from seqx.decode.evaluate import compare
 
     _check_precision(precision)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -27,7 +27,9 @@ from rich.progress import Task as RichProgressTask
 from rich.text import Text
 
 from seqx.device import device_kind
-from seqx.recipe import Recipe, load_recipe
+
+if TYPE_CHECKING:  # the recipe schema is imported when a command loads a recipe, not at start-up
+    from seqx.recipe import Recipe
 
 console = Console(stderr=True)  # progress and tables on stderr; stdout stays for results
 out = Console()  # results: transcripts, JSON
@@ -126,6 +128,8 @@ def _fmt(value: Any) -> str:
 
 def load_for_this_machine(path: Path, overrides: list[str] | None, device: str | None = None) -> Recipe:
     """The recipe with the device profile `seqx train` would use here, so every stage sees the same settings."""
+    from seqx.recipe import load_recipe
+
     return load_recipe(path, overrides).for_device(device_kind(device))
 
 

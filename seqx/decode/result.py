@@ -151,10 +151,11 @@ def loudness_dbfs(wave: np.ndarray, sample_rate: int) -> float:
     return 20 * math.log10(max(rms, 1e-12))
 
 
-def heard_speech(wave: np.ndarray, sample_rate: int, threshold: float) -> bool:
+def heard_speech(wave: np.ndarray, sample_rate: int, threshold: float, vad_model: Path | None = None) -> bool:
     """The no-speech gate: whether some 32 ms window of the file reaches `threshold` of Silero
-    VAD speech probability. True (no gate) when the threshold is 0 or the model is not installed."""
-    vad = _silero() if threshold > 0 else None
+    VAD speech probability. True (no gate) when the threshold is 0 or the model is not installed.
+    `vad_model`: the Silero graph to use (an export folder's copy) instead of openwakeword's."""
+    vad = _silero(vad_model) if threshold > 0 else None
     if vad is None:
         return True
     from seqx.listen.vad import SAMPLE_RATE, Windower
@@ -171,29 +172,32 @@ def heard_speech(wave: np.ndarray, sample_rate: int, threshold: float) -> bool:
     return any(vad.prob(window) >= threshold for window in [*windower.feed(audio), *windower.flush()])
 
 
-_VAD: list = []  # the Silero session, loaded once per process ([None] when it cannot be)
+_VAD: dict = {}  # the Silero sessions by model file, loaded once per process (None when it cannot be)
 
 
-def _silero():  # noqa: ANN202 (SileroVad | None; imported late: onnxruntime is optional on the torch path)
-    if not _VAD:
+def _silero(path: Path | None = None):  # noqa: ANN202 (SileroVad | None; imported late: onnxruntime is optional on the torch path)
+    if path not in _VAD:
         from seqx.listen.vad import SileroVad, silero_model_path
 
-        path = silero_model_path()
+        found = path if path is not None else silero_model_path()
         try:
-            _VAD.append(SileroVad(path) if path is not None else None)
+            _VAD[path] = SileroVad(found) if found is not None else None
         except ImportError:
-            _VAD.append(None)
-    return _VAD[0]
+            _VAD[path] = None
+    return _VAD[path]
 
 
-def gate(result: Result, wave: np.ndarray, sample_rate: int, silence_dbfs: float, vad_threshold: float) -> bool:
+def gate(
+    result: Result, wave: np.ndarray, sample_rate: int, silence_dbfs: float, vad_threshold: float,
+    vad_model: Path | None = None,
+) -> bool:
     """Silence and no-speech checks before the model is asked; True when the file goes on to decoding."""
     wave = np.asarray(wave, dtype=np.float32)
     if wave.size == 0 or loudness_dbfs(wave, sample_rate) < silence_dbfs:
         # digital silence is unlike anything a model trains on; don't let it guess a command
         result.no_speech, result.reason = True, "silence"
         return False
-    if not heard_speech(wave, sample_rate, vad_threshold):
+    if not heard_speech(wave, sample_rate, vad_threshold, vad_model):
         result.no_speech, result.reason = True, "no speech"
         return False
     return True
@@ -317,3 +321,14 @@ def join_pieces(result: Result, pieces: Sequence[Any], parts: Sequence[Result]) 
     if len(heard) == 1:  # one command in a long recording: its parse is the file's
         result.intent, result.slots = heard[0][1].intent, heard[0][1].slots
     result.confidence = min((r.confidence for _, r in heard), default=0.0)
+
+
+def result_line(result: Result) -> str:
+    """One result as text, as `seqx transcribe` prints it on every path: the words and
+    `intent {slot=value ...}`, or `not understood (reason)`."""
+    if not result.understood:
+        return "not understood" + (f" ({result.reason})" if result.reason else "")
+    if result.intent is None:
+        return result.text
+    slots = " ".join(f"{name}={value}" for name, value in result.slots.items())
+    return f"{result.text}   {result.intent} {{{slots}}}"

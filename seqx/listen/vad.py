@@ -110,11 +110,12 @@ class EnergyVad:
         return 1.0 / (1.0 + math.exp(-(level - gate) / 1.5))
 
 
-def load_vad(kind: str = "silero", margin_db: float = 12.0) -> tuple[Vad, str | None]:
-    """The detector the settings ask for, and a note when it is not the one asked for."""
+def load_vad(kind: str = "silero", margin_db: float = 12.0, model: Path | None = None) -> tuple[Vad, str | None]:
+    """The detector the settings ask for, and a note when it is not the one asked for. `model`: the
+    Silero graph to use (an export folder's own copy) instead of openwakeword's."""
     if kind == "energy":
         return EnergyVad(margin_db), None
-    path = silero_model_path()
+    path = model if model is not None else silero_model_path()
     if path is None:
         note = "Silero VAD model not found (pip install openwakeword==0.5.1): using the energy gate instead"
         return EnergyVad(margin_db), note

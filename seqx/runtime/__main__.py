@@ -22,6 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--greedy", action="store_true")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    from seqx.decode.result import result_line
     from seqx.runtime import load_exported, settings_for, transcribe_files
 
     try:
@@ -36,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
         elif r.error:
             print(f"error: {r.path}: {r.error}", file=sys.stderr)
         else:
-            print(r.text if len(results) == 1 else f"{r.path}\t{r.text}", flush=True)
+            line = result_line(r)
+            print(line if len(results) == 1 else f"{r.path}\t{line}", flush=True)
     return 1 if any(r.error for r in results) else 0
 
 

@@ -10,6 +10,7 @@ rounding in the FFT (numpy's pocketfft vs torch's) and shows in the quietest bin
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -55,8 +56,13 @@ def dct_matrix(n_mfcc: int, n_mels: int) -> np.ndarray:
 class NumpyFeatures:
     """__call__(wave (T,) float32 in [-1, 1]) -> CMVN-normalized frames (frames, n_feats) float32."""
 
-    def __init__(self, features: dict[str, Any], sample_rate: int, cmvn: dict[str, list[float]]) -> None:
+    def __init__(
+        self, features: dict[str, Any], sample_rate: int, cmvn: dict[str, list[float]], models: Path | None = None
+    ) -> None:
+        """`models`: the folder holding the speech-embedding graphs (the export folder; None = the
+        installed openwakeword package's)."""
         self.kind = features["kind"]
+        self.models = models
         if features.get("kaldi"):
             raise SeqxError("features.kaldi: Kaldi-compatible fbank is not supported by the runtime")
         if self.kind not in ("fbank", "mfcc", "speech_embedding", "speech_embedding+fbank"):
@@ -102,7 +108,7 @@ class NumpyFeatures:
         else:
             from seqx.runtime.embedding import embed, pooled_fbank
 
-            emb, pad = embed(wave, self.embed_pad_ms)
+            emb, pad = embed(wave, self.embed_pad_ms, self.models)
             if self.kind == "speech_embedding":
                 out = emb
             else:

@@ -56,6 +56,12 @@ class ExportedModel:
 
         return automaton_table(self.automaton) if self.automaton is not None else None
 
+    @property
+    def vad_model(self) -> Path | None:
+        """The folder's own Silero graph (export copies it) so the no-speech gate needs no openwakeword."""
+        path = self.folder / "silero_vad.onnx"
+        return path if path.is_file() else None
+
     def detokenize(self, ids: list[int]) -> str:
         return self.sp.decode([int(i) for i in ids if int(i) not in self.special_ids])
 
@@ -68,13 +74,18 @@ def _threads() -> int:
         return 0
 
 
-def _session(path: Path, threads: int) -> Any:
+def _session(path: Path, threads: int, optimized: bool = False) -> Any:
+    """An onnxruntime CPU session on `path`; a file that does not load is one SeqxError line.
+    `optimized`: the graph was saved already optimized by this onnxruntime version (`seqx export`
+    does so), so the session skips graph optimization (about half of opening a session)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
+    if optimized:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     try:
         return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     except Exception as err:  # onnxruntime raises its own Fail/InvalidProtobuf types
@@ -122,12 +133,15 @@ def load_exported(folder: str | Path, threads: int | None = None) -> ExportedMod
         sp = spm.SentencePieceProcessor(model_file=str(folder / TOKENIZER))
     except (OSError, RuntimeError) as err:
         raise SeqxError(f"{folder / TOKENIZER}: not a sentencepiece model ({str(err)[:120]})") from None
+    import onnxruntime as ort
+
     threads = _threads() if threads is None else threads
+    optimized = config["export"].get("optimized_for") == ort.__version__
     specials = {dims["pad_id"], dims["bos_id"], dims["eos_id"], dims["blank_id"], sp.unk_id()}
     automaton, grammar = _grammar(folder, config)
     return ExportedModel(
         folder=folder, config=config, dims=dims, decode=decode, sample_rate=sample_rate,
-        features=NumpyFeatures(features, sample_rate, cmvn),
-        encoder=_session(folder / ENCODER, threads), step=_session(folder / STEP, threads),
+        features=NumpyFeatures(features, sample_rate, cmvn, models=folder),
+        encoder=_session(folder / ENCODER, threads, optimized), step=_session(folder / STEP, threads, optimized),
         sp=sp, special_ids=specials, automaton=automaton, grammar=grammar,
     )  # fmt: skip

@@ -110,7 +110,9 @@ def transcribe_waves(
     for index, wave in enumerate(waves):
         wave = np.asarray(wave, np.float32)
         results[index].duration = wave.size / model.sample_rate
-        if gate(results[index], wave, model.sample_rate, settings["silence_dbfs"], settings["vad_threshold"]):
+        if gate(
+            results[index], wave, model.sample_rate, settings["silence_dbfs"], settings["vad_threshold"], model.vad_model
+        ):
             loaded.append((index, model.features(wave), 0.0))
     _decode(model, loaded, results, settings)
     seconds = time.perf_counter() - start
@@ -136,7 +138,9 @@ def transcribe_files(model: ExportedModel, paths: list[str], settings: dict[str,
         result.duration = wave.size / model.sample_rate
         if result.duration > settings["max_segment_s"]:
             _transcribe_long(model, result, wave, settings)
-        elif gate(result, wave, model.sample_rate, settings["silence_dbfs"], settings["vad_threshold"]):
+        elif gate(
+            result, wave, model.sample_rate, settings["silence_dbfs"], settings["vad_threshold"], model.vad_model
+        ):
             loaded.append((index, model.features(wave), time.perf_counter() - start))
         if result.segments is not None or result.no_speech:
             result.decode_seconds = time.perf_counter() - start
@@ -149,7 +153,7 @@ def _transcribe_long(model: ExportedModel, result: Result, wave: np.ndarray, set
     from seqx.listen.segment import split_long
     from seqx.listen.vad import load_vad
 
-    vad, _ = load_vad("silero")
+    vad, _ = load_vad("silero", model=model.vad_model)
     pieces = split_long(wave, vad, settings["max_segment_s"], sample_rate=model.sample_rate)
     join_pieces(result, pieces, transcribe_waves(model, [p.wave for p in pieces], settings))
 
