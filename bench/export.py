@@ -10,10 +10,11 @@ process of its own, so each peak resident memory (ru_maxrss) is that configurati
   torch fp32 / torch bf16   seqx.decode.transcribe.transcribe_files, decode.precision fp32 / bf16
   onnx fp32 / onnx int8     seqx.runtime.transcribe_files
 
-each over the same files with beam 8 (the bundle's CTC weight and CTC-gap rejection) and what
-the runtime does, so that the four decode alike: free decoding (the runtime applies a grammar
-only when config.json holds a token automaton, which a recipe-grammar bundle's does not), no
-free beam beside it, no Silero gate (torch: decode.grammar none, free_beam 0, vad_threshold 0).
+each over the same files with beam 8 and everything else as the bundle decodes: its grammar,
+the free beam beside it, the Silero no-speech gate, CTC-gap and distance rejection (the runtime
+does all of it as the torch path does). `--free`: free decoding with no free beam and no Silero
+gate on both (decode.grammar none, free_beam 0, vad_threshold 0), the comparison of the first
+measurements, made before the runtime had the gates.
 Timed after one warm-up file: RTF = decode seconds / audio seconds, both wall and CPU (user + system of the
 process: on a shared machine the wall clock also counts waiting for a core). With
 OMP_NUM_THREADS=1 both torch and onnxruntime use one thread, so CPU time is the honest comparison. Time to first result: the wall time from
@@ -36,12 +37,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-LIKE_RUNTIME = {"vad_threshold": 0.0, "free_beam": 0}  # with grammar none: what the runtime decodes
+FREE = {"vad_threshold": 0.0, "free_beam": 0}  # with grammar none: --free, the search alone
 # what seqx export puts beside the model's two graphs (embedding_model.onnx: older exports)
 FEATURE_GRAPHS = ("melspectrogram.onnx", "embedding_stream.onnx", "embedding_model.onnx", "silero_vad.onnx")
 
 
-def worker(kind: str, model: str, files: list[str]) -> dict:
+def worker(kind: str, model: str, files: list[str], free: bool) -> dict:
     """One configuration, in its own process: texts, decode seconds, audio seconds, peak RSS."""
     if kind.startswith("torch"):
         import torch
@@ -51,14 +52,15 @@ def worker(kind: str, model: str, files: list[str]) -> dict:
         from seqx.decode.transcribe import transcribe_files
 
         bundle = load_bundle(model, device="cpu")
-        settings = bundle.decode.merged(beam=8, precision="bf16" if kind == "torch-bf16" else "fp32", grammar="none")
-        settings = settings.model_copy(update=LIKE_RUNTIME)
+        precision = "bf16" if kind == "torch-bf16" else "fp32"
+        settings = bundle.decode.merged(beam=8, precision=precision, grammar="none" if free else None)
+        settings = settings.model_copy(update=FREE) if free else settings
         run = lambda paths: transcribe_files(bundle, paths, settings)  # noqa: E731
     else:
         from seqx.runtime import load_exported, settings_for, transcribe_files
 
         exported = load_exported(model)
-        settings = settings_for(exported, beam=8)
+        settings = settings_for(exported, beam=8, **({"grammar": "none", **FREE} if free else {}))
         run = lambda paths: transcribe_files(exported, paths, settings)  # noqa: E731
     run(files[:1])  # warm-up: first-call allocations and kernel choices are not the steady state
     start, cpu = time.perf_counter(), time.process_time()
@@ -139,11 +141,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", default="/tmp/seqx-export-bench")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--free", action="store_true", help="free decoding, no free beam, no Silero gate (both paths)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--files", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.worker, args.model, json.loads(Path(args.files).read_text()))))
+        print(json.dumps(worker(args.worker, args.model, json.loads(Path(args.files).read_text()), args.free)))
         return
 
     from seqx.data.manifest import read_manifest
@@ -171,7 +174,8 @@ def main() -> None:
     for kind, model in (("torch-fp32", args.model), ("torch-bf16", args.model), ("onnx-fp32", str(out / "onnx")),
                         ("onnx-int8", str(out / "onnx-int8"))):  # fmt: skip
         proc = subprocess.run(
-            [sys.executable, __file__, "--worker", kind, "--model", model, "--files", str(out / "files.json")],
+            [sys.executable, __file__, "--worker", kind, "--model", model, "--files", str(out / "files.json"),
+             *(["--free"] if args.free else [])],
             capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
         )  # fmt: skip
         if proc.returncode:
@@ -202,6 +206,7 @@ def main() -> None:
     }  # fmt: skip
     report = {
         "model": args.model, "files": len(files), "audio_seconds": rows[0]["audio"], "threads": os.environ.get("OMP_NUM_THREADS", "all"),
+        "decoding": "free (--free)" if args.free else "as the bundle decodes (grammar, free beam, Silero, rejection)",
         "export_seconds": export_seconds, "rows": rows, "first_result_file": two_s.audio, "first_result_duration": two_s.duration,
         "first_result": {k: {"seconds": v[0], "cpu_seconds": v[1], "text": v[2]} for k, v in ttfr.items()},
         "first_result_breakdown": breakdown(str(out / "onnx-int8"), two_s.audio),

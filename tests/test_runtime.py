@@ -25,55 +25,25 @@ from seqx.decode.transcribe import featurize, transcribe_files
 from seqx.errors import SeqxError
 from seqx.export.onnx_export import export_bundle
 from seqx.model.transformer import Seq2SeqTransformer
-from seqx.recipe import FeatureSettings, Recipe, load_recipe
+from seqx.recipe import FeatureSettings, Recipe
 from seqx.runtime import load_exported, settings_for
 from seqx.runtime import transcribe_files as runtime_transcribe
 from seqx.runtime.features import NumpyFeatures
-from seqx.train.stage import run_train_stage
+from tiny import FBANK, TEMPLATES, train_tiny
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = [
-    "device_profiles={}",
+    *TEMPLATES,
+    *FBANK,  # the runtime twin is under test, on the cheapest features
     "data.size=64",
-    "data.synth.templates=['open the {app}', 'check the battery', 'scroll {way}']",
-    "data.synth.slots={app: [terminal, browser], way: [up, down]}",
-    "data.synth.accents=[en-us]",
-    "data.synth.variants=['', m3, f2]",
-    "data.synth.valid_voices=1",
-    "data.synth.test_voices=1",
-    "data.synth.heldout_command_share=0",
     "data.synth.empty_share=0.2",
-    "data.synth.noise_share=0",
-    "data.synth.rate_wpm=[170, 170]",
-    "data.synth.oog_share=0",  # the corpus these tests were written for: commands only
-    "features.kind=fbank",  # the runtime twin is under test, on the cheapest features
     # every gate on, as the recipe has them (Silero no-speech gate at 0.5, the training grammar with its
     # intent/slot parse, a free beam of 4 beside the constrained one); the two rejection thresholds are
     # set rather than calibrated (`auto` would render negatives for a minute): both rules then act
     "decode.reject_margin=1.0",
     "decode.reject_distance=0.3",
-    "features.n_mels=40",
-    "features.specaugment=false",
-    "tokenizer.kind=char",
-    "model.d_model=48",
-    "model.heads=2",
-    "model.enc_layers=2",
-    "model.dec_layers=1",
-    "model.d_ff=96",
-    "model.dropout=0",
-    "model.frontend=conv2d",
     "model.conv_channels=8",
     "train.epochs=40",
-    "train.lr=0.005",
-    "train.label_smoothing=0",
-    "train.warmup_steps=10",
-    "train.max_frames=600",
-    "train.workers=0",
-    "train.valid_max_utts=8",
-    "train.device=cpu",
-    "decode.max_len=40",
-    "decode.max_len_ratio=1.5",
-    "decode.beam=4",
     "decode.precision=fp32",
 ]
 
@@ -81,14 +51,7 @@ TINY = [
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Recipe, Bundle, Path]:
     root = tmp_path_factory.mktemp("runtime")
-    recipe = load_recipe("recipes/commands.yaml", [f"exp_dir={root}", *TINY])
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        run_train_stage(recipe, device="cpu")
-    finally:
-        torch.set_num_threads(threads)
-    bundle = load_bundle(recipe.bundle_dir)
+    recipe, bundle = train_tiny(root, TINY)
     export_bundle(bundle, root / "onnx")
     return recipe, bundle, root / "onnx"
 
