@@ -102,23 +102,23 @@ c = time.process_time
 t0 = c()
 import numpy, onnxruntime, sentencepiece, soundfile
 t1 = c()
-from seqx.runtime import load_exported, settings_for
-from seqx.runtime.transcribe import load_audio, search
+from seqx.featurize.samples import read_samples
+from seqx.runtime import load_exported, transcribe_waves
 t2 = c()
 m = load_exported({model!r})
 t3 = c()
-wave = load_audio({wav!r}, m.sample_rate)
+wave = read_samples({wav!r}, m.sample_rate)
 t4 = c()
 feats = m.features(wave)
 t5 = c()
-nbest, _ = search(m, [feats], settings_for(m))
-text = m.detokenize(nbest[0][0].tokens) if nbest[0] else ""
+result = transcribe_waves(m, [wave])[0]
 t6 = c()
 feats = m.features(wave)
 t7 = c()
 print(json.dumps({{"import numpy+onnxruntime+sentencepiece+soundfile": t1 - t0, "import seqx.runtime": t2 - t1,
-                  "load_exported (encoder + step sessions, tokenizer)": t3 - t2, "read the file": t4 - t3,
-                  "features, first call (+ the 2 feature-graph sessions)": t5 - t4, "search + detokenize": t6 - t5}}))
+                  "load_exported (encoder + step sessions, tokenizer, grammar)": t3 - t2, "read the file": t4 - t3,
+                  "features, first call (+ the 2 feature-graph sessions)": t5 - t4,
+                  "the decision, first call: Silero gate (+ its session), features, search + free beam, verdict, parse": t6 - t5}}))
 print(json.dumps({{"features, second call": t7 - t6}}))
 """
     env = {**os.environ, "PYTHONPATH": str(REPO)}
