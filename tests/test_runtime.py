@@ -297,6 +297,42 @@ def test_runtime_and_cli_never_import_torch(trained: tuple[Recipe, Bundle, Path]
     assert "IMPORTED []" in run.stdout
 
 
+# an installation of the core alone (`pip install seqx`): the packages of the `train` extra cannot be imported
+WITHOUT_TRAIN = (
+    "import sys, importlib.abc\n"
+    "class NotInstalled(importlib.abc.MetaPathFinder):\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name.partition('.')[0] in {'torch', 'torchaudio', 'librosa', 'safetensors', 'jiwer', 'tensorboard',"
+    " 'matplotlib', 'openwakeword'}:\n"
+    "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+    "sys.meta_path.insert(0, NotInstalled())\n"
+    "from seqx.cli.app import main\n"
+    "main()\n"
+)
+
+
+def test_the_core_install_runs_an_export_and_names_the_extra_for_the_rest(
+    trained: tuple[Recipe, Bundle, Path], tmp_path: Path
+) -> None:
+    """Without the `train` extra's packages (blocked at import, as if not installed) `seqx transcribe
+    --model EXPORTED` works through the Typer app, and `seqx train` is one line naming the extra."""
+    recipe, bundle, onnx_dir = trained
+    wav = next(u.audio for u in read_manifest(recipe.data_dir / "test.jsonl") if u.text)
+    env = {"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "COLUMNS": "400"}
+
+    def seqx(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", WITHOUT_TRAIN, *args], capture_output=True, text=True,
+                              cwd=tmp_path, env=env)  # fmt: skip
+
+    run = seqx("transcribe", "--model", str(onnx_dir), "--json", wav)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)[0]["text"] == transcribe_files(bundle, [wav], bundle.decode)[0].text
+    run = seqx("train", str(REPO / "recipes/commands.yaml"), "--set", f"exp_dir={tmp_path}")
+    assert run.returncode == 1
+    assert run.stderr.strip().count("\n") == 0 and "pip install 'seqx[train]'" in run.stderr, run.stderr
+    assert "seqx train needs" in run.stderr
+
+
 def test_python_m_seqx_runtime_prints_the_text(trained: tuple[Recipe, Bundle, Path]) -> None:
     recipe, bundle, onnx_dir = trained
     wav = next(u.audio for u in read_manifest(recipe.data_dir / "test.jsonl") if u.text)

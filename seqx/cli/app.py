@@ -91,6 +91,11 @@ def main() -> None:
             raise
         print_error(str(err))
         sys.exit(2 if recipe_error else 1)
+    except ModuleNotFoundError as err:
+        if (err.name or "").partition(".")[0] not in TRAIN_MODULES:
+            raise
+        print_error(_needs_train(err.name or "", _command(sys.argv[1:])))
+        sys.exit(1)
     except typer.Exit as err:
         sys.exit(err.exit_code)
     except typer.Abort:
@@ -112,6 +117,16 @@ def main() -> None:
     # without standalone mode click does not raise a command's `typer.Exit(1)`: it returns the code
     if isinstance(code, int) and code:
         sys.exit(code)
+
+
+# what `pip install seqx[train]` adds to the core (pyproject.toml): the core runs exported models only
+TRAIN_MODULES = {"torch", "torchaudio", "librosa", "safetensors", "jiwer", "tensorboard", "matplotlib", "openwakeword"}
+
+
+def _needs_train(module: str, command: str | None) -> str:
+    what = f"seqx {command}" if command else "this command"
+    return (f"{what} needs {module}, which is not installed: pip install 'seqx[train]' "
+            f"(an exported model runs without it: seqx transcribe --model EXPORTED_FOLDER, docs/export.md)")
 
 
 def _exported_transcribe(argv: list[str]) -> int | None:
