@@ -114,7 +114,8 @@ def split_voices(settings: SynthSettings, seed: int, voices: list[Voice] | None 
     if not (train and valid and test):
         raise SeqxError(
             f"data.synth: {len(voices)} voices cannot give train, valid ({settings.valid_voices}) and "
-            f"test ({settings.test_voices}) speakers of their own; add accents/variants or lower the counts"
+            f"test ({settings.test_voices}) speakers of their own (each engine keeps half its voices for "
+            "training); add accents/variants or lower the counts"
         )
     return {"train": train, "valid": valid, "test": test}
 
