@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from conftest import REPO, enumerate_sentences
+from conftest import ESPEAK_ONLY, REPO, enumerate_sentences
 
 from seqx.data.manifest import read_manifest
 from seqx.data.noise import NOISE_KINDS, draw_noise, mix_at_snr
@@ -22,9 +22,7 @@ from seqx.recipe import Recipe, RecipeError, Voice, load_recipe
 from seqx.report import Collect
 
 # oog_share 0: these tests count and read the commands (tests/test_reject.py covers the oog ones).
-# espeak-ng alone, as piper loads a model per process: the four-engine corpus has its own test
-# (tests/test_data_engines.py)
-ESPEAK_ONLY = ["data.synth.engines=[espeak-ng]", "data.synth.test_engine=same"]
+# espeak-ng alone (conftest.py): the four-engine corpus has its own test (tests/test_data_engines.py)
 SMALL = ["data.size=40", "data.synth.valid_voices=2", "data.synth.test_voices=2", "data.synth.oog_share=0",
          *ESPEAK_ONLY]  # fmt: skip
 SPLITS = ("train", "valid", "test")

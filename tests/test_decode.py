@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 import torch
+from conftest import ESPEAK_ONLY
 from typer.testing import CliRunner
 
 from seqx.data.manifest import read_manifest, write_manifest
@@ -34,6 +35,7 @@ TINY = [
     "data.size=64",
     "data.synth.templates=['open the {app}', 'check the battery', 'scroll {way}']",
     "data.synth.slots={app: [terminal, browser], way: [up, down]}",
+    *ESPEAK_ONLY,
     "data.synth.accents=[en-us]",
     "data.synth.variants=['', m3, f2]",  # one training voice: memorizing is the point here
     "data.synth.valid_voices=1",

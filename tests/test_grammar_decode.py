@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 import torch
+from conftest import ESPEAK_ONLY
 
 from seqx.data.manifest import read_manifest
 from seqx.data.synth import OOG_SUFFIX
@@ -33,6 +34,7 @@ TINY = [
     "device_profiles={}",
     "data.size=72",
     GRAMMAR,
+    *ESPEAK_ONLY,
     "data.synth.accents=[en-us]",
     "data.synth.variants=['', m3, f2]",  # one voice per split: memorizing is the point here
     "data.synth.valid_voices=1",

@@ -20,11 +20,12 @@ import numpy as np
 import pytest
 import soundfile as sf
 import torch
+from conftest import ESPEAK_ONLY
 
 from seqx.data.manifest import read_manifest
+from seqx.decode.bundle import Bundle, load_bundle
 from seqx.decode.transcribe import transcribe_files, transcribe_waves
 from seqx.featurize.audio import load_audio
-from seqx.decode.bundle import Bundle, load_bundle
 from seqx.recipe import Recipe, load_recipe
 from seqx.train.stage import run_train_stage
 
@@ -35,6 +36,7 @@ TINY = [
     "data.size=64",
     "data.synth.templates=['open the {app}', 'check the battery', 'scroll {way}']",
     "data.synth.slots={app: [terminal, browser], way: [up, down]}",
+    *ESPEAK_ONLY,
     "data.synth.accents=[en-us]",
     "data.synth.variants=['', m3, f2]",
     "data.synth.valid_voices=1",

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import ESPEAK_ONLY
 
 from seqx.data.manifest import read_manifest
 from seqx.decode.bundle import Bundle, load_bundle, save_bundle
@@ -37,6 +38,7 @@ TINY = [
     "data.size=64",
     "data.synth.templates=['open the {app}', 'check the battery', 'scroll {way}']",
     "data.synth.slots={app: [terminal, browser], way: [up, down]}",
+    *ESPEAK_ONLY,
     "data.synth.accents=[en-us]",
     "data.synth.variants=['', m3, f2]",
     "data.synth.valid_voices=1",
