@@ -3,12 +3,13 @@
 Usage:
     python bench/by_engine.py NAME [NAME ...] [--tags TAG ...] [--exp exp] [--json]
 
-Reads what `seqx evaluate` left (exp/NAME/eval/test[-TAG].tsv: each utterance's reference, hypothesis
-and word errors) and the split's manifest (exp/NAME/data/test.jsonl: each utterance's speaker,
-`engine:voice`), and pools WER and sentence accuracy per engine. With `data.synth.test_engine:
-flite` the flite rows are "a new kind of voice" and the espeak rows "a new voice". One row per
-model and engine; the augmentation comparison in docs/benchmarks.md is made with it. `--tags`:
-one corpus scored by several models (`seqx evaluate --set name=NAME --model M --tag TAG`).
+Reads what `seqx evaluate` left (exp/NAME/eval/test-TAG.tsv: each utterance's reference, hypothesis
+and word errors; TAG is `free` and `constrained`, the two runs evaluate makes, or "" for a
+test.tsv of older versions) and the split's manifest (exp/NAME/data/test.jsonl: each utterance's
+speaker, `engine:voice`), and pools WER and sentence accuracy per engine. With
+`data.synth.test_engine: flite` (recipes/commands.yaml's default) the flite rows are "a new kind
+of voice" and the other engines' rows "a new voice". One row per model, run and engine; a run
+evaluate did not make (no grammar: no `constrained`) is left out.
 """
 
 from __future__ import annotations
@@ -19,14 +20,18 @@ import json
 from pathlib import Path
 
 
-def by_engine(exp_dir: Path, tag: str = "") -> dict[str, dict[str, float]]:
+def _details(exp_dir: Path, tag: str) -> Path:
+    return exp_dir / "eval" / f"test{'-' + tag if tag else ''}.tsv"
+
+
+def by_engine(exp_dir: Path, tag: str = "free") -> dict[str, dict[str, float]]:
     """{engine: {utts, words, wer, sentence_acc}} for one experiment's scored test split."""
     speakers = {}
     for line in (exp_dir / "data" / "test.jsonl").read_text().splitlines():
         row = json.loads(line)
         speakers[row["id"]] = row["speaker"].split(":")[0]
     pooled: dict[str, list[int]] = {}
-    with (exp_dir / "eval" / f"test{'-' + tag if tag else ''}.tsv").open() as handle:
+    with _details(exp_dir, tag).open() as handle:
         for row in csv.DictReader(handle, delimiter="\t"):
             engine = speakers[row["id"]]
             words = len(row["reference"].split())
@@ -47,13 +52,14 @@ def by_engine(exp_dir: Path, tag: str = "") -> dict[str, dict[str, float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="+")
-    parser.add_argument("--tags", nargs="*", default=[""])
+    parser.add_argument("--tags", nargs="*", default=["free", "constrained"])
     parser.add_argument("--exp", default="exp")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    table = {
-        f"{name} {tag}".strip(): by_engine(Path(args.exp) / name, tag) for name in args.names for tag in args.tags
-    }
+    runs = [(name, tag) for name in args.names for tag in args.tags if _details(Path(args.exp) / name, tag).is_file()]
+    if not runs:
+        raise SystemExit(f"no {_details(Path(args.exp) / args.names[0], args.tags[0])}: run `seqx evaluate` first")
+    table = {f"{name} {tag}".strip(): by_engine(Path(args.exp) / name, tag) for name, tag in runs}
     if args.json:
         print(json.dumps(table, indent=1))
         return

@@ -5,8 +5,10 @@ Usage:
                           [--epochs N] [--size N] [--exp-dir /tmp/seqx-human] [--set KEY=VALUE] [--json]
 
 For each set a recipe is built from recipes/commands.yaml (the cpu profile's model size on a
-CPU) with the set's grammar (Debian's JSGF file itself where it ships one), a corpus is synthesized with espeak-ng and
-flite, a model is trained, and the human files are transcribed (beam + CTC, free: no grammar
+CPU) with the set's grammar (Debian's JSGF file itself where it ships one), a corpus is synthesized
+with the recipe's own voices (data.synth.engines, engine_weights and test_engine: today all four
+engines, flite heard only in test; e.g. --set "data.synth.engines=[espeak-ng]" for espeak-ng alone),
+a model is trained, and the human files are transcribed (beam + CTC, free: no grammar
 constraint, and constrained by the set's grammar). Beside it
 PocketSphinx decodes the same files constrained by the set's own JSGF grammar (the file Debian
 ships; alsa has none, so the one made from the templates). The recordings are only ever
@@ -113,11 +115,11 @@ def as_wav(path: str, folder: Path) -> str:
 
 
 def set_recipe(base: Path, hs: HumanSet, args: argparse.Namespace) -> Recipe:
-    """The base recipe with the set's grammar, seqx's voices (espeak-ng + flite), the cpu profile's size."""
+    """The base recipe with the set's grammar and the cpu profile's size; its voices are the recipe's."""
     raw = load_recipe(base, args.set).model_dump()
     synth = raw["data"]["synth"]
-    synth.update(grammar=hs.grammar, templates=[], slots={}, engines=["espeak-ng", "flite"],
-                 heldout_command_share=0.0, test_engine="same", test_speakers=[])  # fmt: skip
+    # every sentence of the set's grammar may be trained on: the human files are the test
+    synth.update(grammar=hs.grammar, templates=[], slots={}, heldout_command_share=0.0)
     raw["name"] = f"human-{hs.name}-{args.kind.replace('+', '-')}"
     raw["exp_dir"] = str(args.exp_dir)
     raw["features"]["kind"] = args.kind

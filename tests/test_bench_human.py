@@ -27,12 +27,21 @@ def test_sets_cover_their_references(tmp_path: Path) -> None:
     assert sets["cards"].load_grammar().count() == 1_419_348  # cards.gram itself, counted not listed
     recipe = human.set_recipe(human.DEFAULT_RECIPE, sets["alsa"], _args(tmp_path))
     assert recipe.data.synth.grammar is not None and not recipe.data.synth.templates
+    # the recipe's own voices (all four engines, flite only in test), overridable with --set
+    default = human.load_recipe(human.DEFAULT_RECIPE).data.synth
+    synth = recipe.data.synth
+    assert (synth.engines, synth.engine_weights, synth.test_engine) == (
+        default.engines, default.engine_weights, default.test_engine)  # fmt: skip
+    assert synth.test_engine == "flite" and {"espeak-ng", "festival", "piper"} <= set(synth.engines)
+    args = _args(tmp_path, "data.synth.engines=[espeak-ng]", "data.synth.test_engine=same")
+    espeak_only = human.set_recipe(human.DEFAULT_RECIPE, sets["alsa"], args).data.synth
+    assert (espeak_only.engines, espeak_only.test_engine) == (["espeak-ng"], "same")
     wav = human.as_wav(sets["goforward"].files[0][0], tmp_path)
     info = sf.info(wav)
     assert info.samplerate == 16000 and 1.0 < info.duration < 10.0
 
 
-def _args(tmp_path: Path):  # noqa: ANN202
+def _args(tmp_path: Path, *sets: str):  # noqa: ANN202
     import argparse
 
-    return argparse.Namespace(set=[], kind="speech_embedding", exp_dir=tmp_path, size=0, epochs=0)
+    return argparse.Namespace(set=list(sets), kind="speech_embedding", exp_dir=tmp_path, size=0, epochs=0)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 import soxr
-from conftest import REPO
+from conftest import ESPEAK_ONLY, REPO
 from scipy import signal
 
 from seqx.data import augment
@@ -21,7 +21,7 @@ from seqx.recipe import AugmentSettings, Voice, load_recipe
 from seqx.report import Collect
 
 SR = 16000
-SMALL = ["data.size=40", "data.synth.valid_voices=2", "data.synth.test_voices=2"]
+SMALL = ["data.size=40", "data.synth.valid_voices=2", "data.synth.test_voices=2", *ESPEAK_ONLY]
 ALL_ON = [f"data.synth.augment.{name}.share=1" for name in augment.NAMES] + ["data.synth.augment.babble.bank=3"]
 
 

@@ -6,7 +6,7 @@ import importlib
 import json
 from pathlib import Path
 
-from conftest import REPO
+from conftest import ESPEAK_ONLY, REPO
 from typer.testing import CliRunner
 
 from seqx.cli.app import COMMAND_MODULES, app
@@ -14,9 +14,10 @@ from seqx.cli.app import COMMAND_MODULES, app
 for _name in COMMAND_MODULES:  # as main() does: register every command
     importlib.import_module(f"seqx.cli.{_name}")
 
-# oog_share 0: the counts below are of the commands alone
+# oog_share 0: the counts below are of the commands alone; espeak-ng alone, as piper loads a model
+# per process (30 utterances of the four-engine default took 25-35 s under load, espeak-ng's 4 s)
 SMALL = ["data.size=30", "data.synth.valid_voices=2", "data.synth.test_voices=2", "data.synth.empty_share=0",
-         "data.synth.oog_share=0"]  # fmt: skip
+         "data.synth.oog_share=0", *ESPEAK_ONLY]  # fmt: skip
 
 
 def _args(tmp_path: Path, *extra: str) -> list[str]:

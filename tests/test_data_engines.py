@@ -166,11 +166,33 @@ def test_test_engine_is_never_heard_in_training_and_other_engines_keep_new_voice
 
 
 def test_same_engine_test_voices_come_from_every_engine_that_can_spare_one() -> None:
-    counts = ["data.synth.test_voices=3", "data.synth.valid_voices=2"]
+    counts = ["data.synth.test_voices=3", "data.synth.valid_voices=2", "data.synth.test_engine=same"]
     synth = load_recipe(REPO / "recipes/commands.yaml", counts).data.synth
     split = split_voices(synth, 0, _voices())
     assert {v.engine for v in split["test"]} == {"espeak-ng", "flite", "festival"}  # piper has one voice: trained
     assert {v.engine for v in split["train"]} == {"espeak-ng", "flite", "festival", "piper"}
+
+
+def test_every_engine_trained_on_keeps_half_its_voices_for_training() -> None:
+    """The default recipe's voices (all four engines, flite only in test): festival's three and
+    piper's one are never held out whole, and flite is never heard in training."""
+    default = load_recipe(REPO / "recipes/commands.yaml").data.synth
+    assert set(default.engines) == set(engines.ENGINES) and default.test_engine == "flite"
+    for synth, voices in (
+        (default, all_voices(default)),
+        # many held out of few voices: the floor, not the counts, decides
+        (load_recipe(REPO / "recipes/commands.yaml", ["data.synth.test_voices=4", "data.synth.valid_voices=4",
+                                                      "data.synth.test_engine=same"]).data.synth, _voices()),
+    ):  # fmt: skip
+        for seed in range(5):
+            split = split_voices(synth, seed, voices)
+            for engine in set(synth.engines) - {synth.test_engine}:
+                total = sum(v.engine == engine for v in voices)
+                trained = sum(v.engine == engine for v in split["train"])
+                assert total and trained >= total / 2, (engine, trained, total, seed)
+            assert not any(v.engine == synth.test_engine for v in split["train"] + split["valid"])
+    split = split_voices(default, 0, all_voices(default))
+    assert {v.engine for v in split["test"]} >= {"espeak-ng", "flite", "festival"}  # piper's one voice: trained
 
 
 def test_tiny_corpus_with_all_four_engines(tmp_path: Path) -> None:
@@ -184,11 +206,13 @@ def test_tiny_corpus_with_all_four_engines(tmp_path: Path) -> None:
             "data.workers=2",
             "data.synth.engines=[espeak-ng, flite, festival, piper]",
             "data.synth.accents=[en-us]",
-            "data.synth.variants=['', m3, f2]",
-            "data.synth.flite_voices=[slt, rms]",
+            "data.synth.variants=['', m1, m3, f2]",  # 4: two may be held out, two keep espeak-ng in train
+            "data.synth.flite_voices=[slt, rms]",  # the recipe's test_engine: heard in test only
             "data.synth.valid_voices=1",
             "data.synth.test_voices=2",
-            "data.synth.engine_weights={espeak-ng: 1, flite: 1, festival: 1, piper: 1}",
+            # 8 test utterances, most of them flite: the unheard engine is surely in them
+            "data.synth.test_share=0.25",
+            "data.synth.engine_weights={espeak-ng: 1, flite: 4, festival: 1, piper: 1}",
             "data.synth.empty_share=0",
             "data.synth.oog_share=0",  # counts commands only
         ],
@@ -198,6 +222,7 @@ def test_tiny_corpus_with_all_four_engines(tmp_path: Path) -> None:
     utts = [u for s in ("train", "valid", "test") for u in read_manifest(recipe.data_dir / f"{s}.jsonl")]
     assert len(utts) == 32
     assert {u.speaker.split(":")[0] for u in utts} == {"espeak", "flite", "festival", "piper"}
+    assert {u.speaker.split(":")[0] for u in utts if u.id.startswith("train")} == {"espeak", "festival", "piper"}
     assert all(0.5 < u.duration < 6 for u in utts)
 
 

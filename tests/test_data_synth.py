@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from conftest import REPO, enumerate_sentences
+from conftest import ESPEAK_ONLY, REPO, enumerate_sentences
 
 from seqx.data.manifest import read_manifest
 from seqx.data.noise import NOISE_KINDS, draw_noise, mix_at_snr
@@ -21,8 +21,10 @@ from seqx.errors import SeqxError
 from seqx.recipe import Recipe, RecipeError, Voice, load_recipe
 from seqx.report import Collect
 
-# oog_share 0: these tests count and read the commands (tests/test_reject.py covers the oog ones)
-SMALL = ["data.size=40", "data.synth.valid_voices=2", "data.synth.test_voices=2", "data.synth.oog_share=0"]
+# oog_share 0: these tests count and read the commands (tests/test_reject.py covers the oog ones).
+# espeak-ng alone (conftest.py): the four-engine corpus has its own test (tests/test_data_engines.py)
+SMALL = ["data.size=40", "data.synth.valid_voices=2", "data.synth.test_voices=2", "data.synth.oog_share=0",
+         *ESPEAK_ONLY]  # fmt: skip
 SPLITS = ("train", "valid", "test")
 
 
@@ -169,7 +171,8 @@ def test_pinned_test_speaker_with_both_engines_in_training(tmp_path: Path) -> No
 
 
 def test_engine_weights_set_each_engines_share_of_utterances() -> None:
-    both = ["data.size=4000", "data.synth.engines=[espeak-ng, flite]", "data.synth.test_speakers=[flite:slt]"]
+    both = ["data.size=4000", "data.synth.engines=[espeak-ng, flite]", "data.synth.test_speakers=[flite:slt]",
+            "data.synth.engine_weights={}"]  # fmt: skip
 
     def flite_share(*extra: str) -> float:
         plans, _ = plan_corpus(load_recipe(REPO / "recipes/commands.yaml", [*both, *extra]).data)

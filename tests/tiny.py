@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+from conftest import ESPEAK_ONLY
 
 from seqx.decode.bundle import Bundle, load_bundle
 from seqx.recipe import Recipe, load_recipe
@@ -19,8 +20,7 @@ from seqx.train.stage import run_train_stage
 REPO = Path(__file__).resolve().parents[1]
 TINY_BASE = [
     "device_profiles={}",
-    "data.synth.engines=[espeak-ng]",  # whatever the default mix is: the cheapest engine, one voice
-    "data.synth.test_engine=same",
+    *ESPEAK_ONLY,  # whatever the default mix is: the cheapest engine, one voice
     "data.synth.accents=[en-us]",
     "data.synth.variants=['', m3, f2]",  # one voice per split: memorizing is the point here
     "data.synth.valid_voices=1",

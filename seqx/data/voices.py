@@ -2,8 +2,11 @@
 
 Test and valid speakers are drawn from the voice list before any utterance is
 made, so a test voice is never heard in training. The `test_voices` held out
-are spread over the engines in turn (an engine keeps at least one voice for
-training), so every engine's "new voice" is in the test split. With
+(then the `valid_voices`) are spread over the engines in turn, and each engine
+keeps at least half of its voices for training: festival's three voices give
+up one, piper's one model none. Without that floor a few-voice engine could be
+held out whole by accident and so turn into an unheard engine nobody chose.
+An engine that can spare a voice has its "new voice" in the test split. With
 `test_engine: E` every voice of E is a test speaker as well and E is never
 heard in training: "a new kind of voice" is measured beside "a new voice", in
 one test split whose speaker names (piper:..., flite:...) tell them apart.
@@ -99,18 +102,20 @@ def split_voices(settings: SynthSettings, seed: int, voices: list[Voice] | None 
     voices = all_voices(settings) if voices is None else voices
     order = np.random.default_rng([seed, 1]).permutation(len(voices))
     shuffled = [voices[i] for i in order]
+    spare = _spare_voices(shuffled)  # shared by test and valid: half of an engine at most, in all
     if settings.test_speakers:
         test, rest = _pinned_test_speakers(settings.test_speakers, shuffled)
     else:
         unheard = [v for v in shuffled if v.engine == settings.test_engine]
         heard = [v for v in shuffled if v.engine != settings.test_engine]
-        test, rest = _held_out_by_engine(heard, settings.test_voices)
+        test, rest = _held_out_by_engine(heard, settings.test_voices, spare)
         test = unheard + test
-    valid, train = _held_out_by_engine(rest, settings.valid_voices)
+    valid, train = _held_out_by_engine(rest, settings.valid_voices, spare)
     if not (train and valid and test):
         raise SeqxError(
             f"data.synth: {len(voices)} voices cannot give train, valid ({settings.valid_voices}) and "
-            f"test ({settings.test_voices}) speakers of their own; add accents/variants or lower the counts"
+            f"test ({settings.test_voices}) speakers of their own (each engine keeps half its voices for "
+            "training); add accents/variants or lower the counts"
         )
     return {"train": train, "valid": valid, "test": test}
 
@@ -133,12 +138,22 @@ def _pinned_test_speakers(names: list[str], voices: list[Voice]) -> tuple[list[V
     return [known[n] for n in dict.fromkeys(names)], [v for v in voices if voice_name(v) not in names]
 
 
-def _held_out_by_engine(voices: list[Voice], count: int) -> tuple[list[Voice], list[Voice]]:
+def _spare_voices(voices: list[Voice]) -> dict[str, int]:
+    """How many voices each engine may give to valid and test together: half of them, rounded down."""
+    counts: dict[str, int] = {}
+    for voice in voices:
+        counts[voice.engine] = counts.get(voice.engine, 0) + 1
+    return {engine: n // 2 for engine, n in counts.items()}
+
+
+def _held_out_by_engine(voices: list[Voice], count: int, spare: dict[str, int]) -> tuple[list[Voice], list[Voice]]:
     """`count` voices taken engine by engine in turn (in `voices`' order), and the rest.
 
-    With one engine this is the first `count` voices, the split the corpus always made. An
-    engine gives up a voice only while it keeps at least one for training, so a
-    one-voice engine (piper's joe) is trained on, never held out, unless it is the test_engine.
+    With one engine this is the first `count` voices, the split the corpus always made (the
+    counts are then the recipe's own choice). With several, an engine gives up a voice only
+    while `spare` (counted down here, shared by the test and valid calls) allows, so each keeps
+    at least half its voices for training and a one-voice engine (piper's joe) is never held
+    out, unless it is the test_engine.
     """
     by_engine: dict[str, list[Voice]] = {}
     for voice in voices:
@@ -148,10 +163,11 @@ def _held_out_by_engine(voices: list[Voice], count: int) -> tuple[list[Voice], l
     taken: list[Voice] = []
     while len(taken) < count:
         before = len(taken)
-        for pool in by_engine.values():
+        for engine, pool in by_engine.items():
             left = [v for v in pool if v not in taken]
-            if len(left) > 1 and len(taken) < count:
+            if left and spare.get(engine, 0) > 0 and len(taken) < count:
                 taken.append(left[0])
+                spare[engine] -= 1
         if len(taken) == before:
             break
     return taken, [v for v in voices if v not in taken]
