@@ -23,7 +23,7 @@ downloaded; `MODEL_VERSION` (the package version) goes into the bundle.
 from __future__ import annotations
 
 from functools import lru_cache
-from importlib import metadata, resources
+from importlib import metadata
 from itertools import pairwise
 from pathlib import Path
 
@@ -55,13 +55,10 @@ def model_version() -> str:
 
 
 def model_dir() -> Path:
-    try:
-        root = resources.files(PACKAGE)
-    except ModuleNotFoundError as err:
-        raise SeqxError(
-            f"features.kind speech_embedding needs the {PACKAGE} package (pip install {PACKAGE}==0.5.1)"
-        ) from err
-    folder = Path(str(root)) / "resources" / "models"
+    """The installed package's graphs, found without importing it (its import costs ~1 s of CPU)."""
+    from seqx.runtime.embedding import package_models
+
+    folder = package_models()
     for name in ("melspectrogram.onnx", "embedding_model.onnx"):
         if not (folder / name).is_file():
             raise SeqxError(f"{folder / name}: missing from the installed {PACKAGE} package")

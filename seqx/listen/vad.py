@@ -42,17 +42,14 @@ def silero_model_path() -> Path | None:
     Found, not imported: `import openwakeword` imports scikit-learn and scipy (1.1 s of CPU
     on the development machine), which a file's no-speech gate and `seqx listen` never use.
     """
-    from importlib.util import find_spec
+    from seqx.errors import SeqxError
+    from seqx.runtime.embedding import package_models
 
     try:
-        spec = find_spec("openwakeword")
-    except (ImportError, ValueError):
+        path = package_models() / "silero_vad.onnx"
+    except (SeqxError, ImportError, ValueError):
         return None
-    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
-        path = Path(folder) / "resources" / "models" / "silero_vad.onnx"
-        if path.is_file():
-            return path
-    return None
+    return path if path.is_file() else None
 
 
 class SileroVad:
