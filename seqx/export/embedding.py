@@ -22,9 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from seqx.errors import SeqxError
-
-STREAM_MODEL = "embedding_stream.onnx"
-WINDOW, STRIDE, BANDS, DIM = 76, 8, 32, 96  # seqx.featurize.embedding's constants
+from seqx.featurize.embedding import DIM, STRIDE, WINDOW, SpeechEmbedding
+from seqx.featurize.embedding import MEL_BANDS as BANDS
 
 
 def write_stream_model(source: Path, out: Path) -> None:
@@ -65,9 +64,8 @@ def check_stream_model(source: Path, stream: Path, frames: int = 76 + 8 * 20 + 5
     windowed = ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
     whole = ort.InferenceSession(str(stream), options, providers=["CPUExecutionProvider"])
     mel = np.random.default_rng(0).uniform(-1.0, 3.0, (frames, BANDS)).astype(np.float32)
-    n = (frames - WINDOW) // STRIDE + 1
-    windows = np.lib.stride_tricks.sliding_window_view(mel, WINDOW, axis=0)[::STRIDE][:n]  # (n, 32, 76)
-    windows = np.ascontiguousarray(windows.transpose(0, 2, 1))[..., None]
+    windows = SpeechEmbedding.windows(mel)  # (n, 76, 32, 1)
+    n = windows.shape[0]
     want = windowed.run(None, {windowed.get_inputs()[0].name: windows})[0].reshape(n, DIM)
     used = mel[: WINDOW + STRIDE * (n - 1)]  # the frames the windows cover (a short tail makes none)
     got = whole.run(None, {whole.get_inputs()[0].name: used[None, :, :, None]})[0].reshape(-1, DIM)

@@ -133,22 +133,23 @@ def _copy_assets(bundle: Bundle, out: Path) -> list[str]:
     """Put the feature graphs (speech embedding) and the Silero VAD next to the model graphs, so the
     runtime needs no openwakeword package; the names written. Copies an earlier export of another
     kind of model left there are removed."""
-    from seqx.export.embedding import STREAM_MODEL, check_stream_model, write_stream_model
+    from seqx.export.embedding import check_stream_model, write_stream_model
     from seqx.featurize import embedding
     from seqx.listen.vad import silero_model_path
+    from seqx.runtime.embedding import MEL_MODEL, STREAM_MODEL, WINDOW_MODEL
 
     written: list[str] = []
     if bundle.features.kind.startswith("speech_embedding"):
         folder = embedding.model_dir()
-        shutil.copyfile(folder / "melspectrogram.onnx", out / "melspectrogram.onnx")
-        write_stream_model(folder / "embedding_model.onnx", out / STREAM_MODEL)
-        check_stream_model(folder / "embedding_model.onnx", out / STREAM_MODEL)
-        written += ["melspectrogram.onnx", STREAM_MODEL]
+        shutil.copyfile(folder / MEL_MODEL, out / MEL_MODEL)
+        write_stream_model(folder / WINDOW_MODEL, out / STREAM_MODEL)
+        check_stream_model(folder / WINDOW_MODEL, out / STREAM_MODEL)
+        written += [MEL_MODEL, STREAM_MODEL]
     vad = silero_model_path()
     if vad is not None:
         shutil.copyfile(vad, out / vad.name)
         written.append(vad.name)
-    for name in ("melspectrogram.onnx", "embedding_model.onnx", STREAM_MODEL, "silero_vad.onnx"):
+    for name in (MEL_MODEL, WINDOW_MODEL, STREAM_MODEL, "silero_vad.onnx"):
         if name not in written:
             (out / name).unlink(missing_ok=True)
     return written

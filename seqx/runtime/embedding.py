@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 
 from seqx.errors import SeqxError
+from seqx.featurize.embedding import (  # torch-free: the constants and windows the torch path embeds with
+    DIM, INT16_SCALE, MEL_BANDS, MIN_SAMPLES, SAMPLE_RATE, STRIDE, WINDOW, SpeechEmbedding,
+)  # fmt: skip
 
-SAMPLE_RATE, INT16_SCALE, MEL_HOP, MEL_BANDS = 16000, 32767.0, 160, 32
-WINDOW, STRIDE, DIM, MEL_FFT = 76, 8, 96, 512
-MIN_SAMPLES = (WINDOW - 1) * MEL_HOP + MEL_FFT
 MEL_MODEL, WINDOW_MODEL, STREAM_MODEL = "melspectrogram.onnx", "embedding_model.onnx", "embedding_stream.onnx"
 
 
@@ -77,9 +77,7 @@ def embed(wave: np.ndarray, pad_ms: float, folder: Path | None = None) -> tuple[
         used = mel[: WINDOW + STRIDE * (n - 1)].astype(np.float32)[None, :, :, None]
         out = emb_session.run(None, {"input_1": used})[0].reshape(-1, DIM)
     else:
-        view = np.lib.stride_tricks.sliding_window_view(mel, WINDOW, axis=0)[::STRIDE][:n]  # (N, 32, 76)
-        windows = np.ascontiguousarray(view.transpose(0, 2, 1))[..., None].astype(np.float32)
-        out = emb_session.run(None, {"input_1": windows})[0].reshape(-1, DIM)
+        out = emb_session.run(None, {"input_1": SpeechEmbedding.windows(mel)})[0].reshape(-1, DIM)
     return out.astype(np.float32), pad
 
 

@@ -56,7 +56,7 @@ class ExportedModel:
 
         return automaton_table(self.automaton) if self.automaton is not None else None
 
-    @property
+    @cached_property
     def vad_model(self) -> Path | None:
         """The folder's own Silero graph (export copies it) so the no-speech gate needs no openwakeword."""
         path = self.folder / "silero_vad.onnx"
