@@ -23,6 +23,7 @@ import difflib
 import functools
 import hashlib
 import subprocess
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -140,10 +141,7 @@ def _pinned_test_speakers(names: list[str], voices: list[Voice]) -> tuple[list[V
 
 def _spare_voices(voices: list[Voice]) -> dict[str, int]:
     """How many voices each engine may give to valid and test together: half of them, rounded down."""
-    counts: dict[str, int] = {}
-    for voice in voices:
-        counts[voice.engine] = counts.get(voice.engine, 0) + 1
-    return {engine: n // 2 for engine, n in counts.items()}
+    return {engine: n // 2 for engine, n in Counter(v.engine for v in voices).items()}
 
 
 def _held_out_by_engine(voices: list[Voice], count: int, spare: dict[str, int]) -> tuple[list[Voice], list[Voice]]:
