@@ -396,6 +396,11 @@ class TrainSettings(_Section):
     seed: int = 0
     deterministic: bool = False  # torch.use_deterministic_algorithms; needed for bitwise resume tests
     workers: int = Field(1, ge=0, le=64)  # DataLoader workers
+    # weight of the intent/slot heads' loss (seqx/model/slot_head.py: per slot of the grammar an
+    # attention-pooled classifier over the encoder output, plus one over the intents) beside the
+    # CTC/attention loss; 0 = no heads. Needs a grammar (data.source synth); texts it does not
+    # parse (out-of-grammar, empty) teach the heads nothing
+    slot_weight: float = Field(0.0, ge=0.0, le=100.0)
 
 
 # ------------------------------------------------------------------------ decode
@@ -437,6 +442,10 @@ class DecodeSettings(_Section):
     # no-speech gate: a file in which no 32 ms window reaches this Silero VAD speech probability
     # is not understood, whatever the model would say (loud noise); 0 = off
     vad_threshold: float = Field(0.5, ge=0.0, lt=1.0)
+    # with the grammar the model was trained from and a model with intent/slot heads: the constrained
+    # beam's n-best is reranked by score + slot_weight * the heads' log-prob of each hypothesis's
+    # parse (seqx/decode/slot_rescore.py); 0 = off. No effect on a model without heads
+    slot_weight: float = Field(0.0, ge=0.0, le=100.0)
     # auto = bf16 on a GPU and on CPUs with native bf16 (AVX512-BF16, AMX), fp32 elsewhere
     precision: Precision = "auto"
 

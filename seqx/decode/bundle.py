@@ -1,7 +1,8 @@
 """The model bundle: everything decoding needs, in one folder, without the recipe.
 
     config.json        dims, feature settings, sample rate, CMVN, tokenizer settings, decode settings,
-                       and the training grammar (`grammar`, its YAML form) when the recipe had one
+                       and the training grammar (`grammar`, its YAML form) when the recipe had one;
+                       with intent/slot heads their classes (`slot_heads`, seqx/decode/slot_rescore.py)
     model.safetensors  the (averaged) weights
     tokenizer.model    the sentencepiece model
 
@@ -27,6 +28,7 @@ from safetensors.torch import load_model, save_model
 
 from seqx import __version__, faults
 from seqx.device import resolve_device
+from seqx.decode.slot_rescore import HeadLayout
 from seqx.errors import SeqxError
 from seqx.featurize import embedding
 from seqx.featurize.cmvn import Cmvn
@@ -54,6 +56,7 @@ class Bundle:
     decode: DecodeSettings
     folder: Path
     grammar: Grammar | None = None  # the grammar the model was trained from
+    heads: HeadLayout | None = None  # the intent/slot heads' classes (config "slot_heads"); None without heads
     automata: dict[str, TokenAutomaton] = field(default_factory=dict, repr=False)  # compiled, by grammar
 
     @property
@@ -203,6 +206,9 @@ def _load_bundle(folder: Path, device: str | torch.device) -> Bundle:
     path = folder / CONFIG
     config = check_bundle(folder)  # one line naming a missing, damaged or too new file
     dims = ModelDimensions.from_dict(config["dims"])
+    heads = HeadLayout.from_json(config.get("slot_heads"))  # bundles from before the heads have none
+    if (heads.sizes if heads is not None else ()) != dims.slot_classes:
+        raise SeqxError(f"{path}: the intent/slot heads' classes (slot_heads) do not match dims.slot_classes")
     model = Seq2SeqTransformer(dims)
     _load_weights(model, folder / WEIGHTS)
     model.to(device).eval()
@@ -224,6 +230,7 @@ def _load_bundle(folder: Path, device: str | torch.device) -> Bundle:
         decode=DecodeSettings.model_validate(config["decode"]),
         folder=folder,
         grammar=Grammar.from_dict(config["grammar"]) if config.get("grammar") else None,
+        heads=heads,
     )
 
 

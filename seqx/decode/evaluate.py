@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import csv
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from seqx.data.manifest import CLIPPED_SUFFIX, TIGHT_SUFFIX, read_manifest
@@ -41,6 +41,9 @@ class CommandScores:
     commands: int
     acceptance: float  # understood with the reference's intent and every slot value
     false_rejects: float  # came back "not understood"
+    # per slot key of the references (and "intent"): the share of the commands that say it whose
+    # result has the same value (a rejected or unparsed result counts wrong)
+    slot_accuracy: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -147,6 +150,7 @@ def evaluate(
 
 def _command_scores(references: list[str], results: list[Result], parser: Grammar) -> CommandScores:
     accepted = rejected = n = 0
+    right: dict[str, list[bool]] = {}
     for ref, res in zip(references, results):
         if not ref:
             continue
@@ -155,7 +159,12 @@ def _command_scores(references: list[str], results: list[Result], parser: Gramma
         want = parser.parse(ref)
         got = parser.parse(res.text) if res.understood else None  # free text is parsed the same way
         accepted += want is not None and got is not None and (got.intent, got.slots) == (want.intent, want.slots)
-    return CommandScores(n, accepted / max(n, 1), rejected / max(n, 1))
+        if want is not None:
+            right.setdefault("intent", []).append(got is not None and got.intent == want.intent)
+            for key, value in want.slots.items():
+                right.setdefault(key, []).append(got is not None and got.slots.get(key) == value)
+    slots = {key: sum(v) / len(v) for key, v in sorted(right.items())}
+    return CommandScores(n, accepted / max(n, 1), rejected / max(n, 1), slots)
 
 
 def _negative_scores(

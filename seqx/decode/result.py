@@ -36,6 +36,7 @@ class Hypothesis:
     score: float
     confidence: float  # exp(mean attention log-posterior of the tokens and eos); 0.0 when flagged
     flagged: bool = False  # cut off: a loop, or max_len reached without eos
+    slot_score: float | None = None  # the intent/slot heads' log-prob of its parse (seqx/decode/slot_rescore.py)
 
 
 def rank(items: list[tuple[bool, float, tuple[int, ...], float]], nbest: int) -> list[Hypothesis]:
@@ -270,7 +271,9 @@ def judge(
     understood with the reason (no answer, cut off, rejected, low confidence)."""
     texts = [detokenize(h.tokens) for h in hyps]
     result.nbest = [
-        {"text": t, "score": h.score, "confidence": h.confidence, "flagged": h.flagged} for t, h in zip(texts, hyps)
+        {"text": t, "score": h.score, "confidence": h.confidence, "flagged": h.flagged}
+        | ({"slot_score": h.slot_score} if h.slot_score is not None else {})
+        for t, h in zip(texts, hyps)
     ]
     best = hyps[0] if hyps else None
     if best is None:

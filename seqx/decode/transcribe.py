@@ -41,6 +41,7 @@ from seqx.decode.result import (  # the torch-free half, shared with seqx.runtim
     join_pieces, joint_gaps, judge, loudness_dbfs, note,
 )  # fmt: skip
 from seqx.decode.search import decode_batch
+from seqx.decode.slot_rescore import Rescorer, rerank_all
 from seqx.errors import AudioError
 from seqx.featurize.audio import load_audio
 from seqx.grammar.errors import GrammarError
@@ -78,9 +79,13 @@ def search_checked(
     settings: DecodeSettings,
     use_cache: bool = True,
     automaton: TokenAutomaton | None = None,
+    rescorer: Rescorer | None = None,
 ) -> Searched:
     """`search`, and with a grammar a free beam of `decode.free_beam` over the same encoder
-    output: what the model hears when it may say anything, to check the grammar's answer by."""
+    output: what the model hears when it may say anything, to check the grammar's answer by.
+
+    `rescorer` (the model's intent/slot heads, `decode.slot_weight`): the constrained beam keeps
+    its whole n-best (nbest = beam), which the heads rerank before the checks measure the best."""
     device, model = bundle.device, bundle.model
     lengths = torch.tensor([f.shape[0] for f in feats], device=device)
     batch = torch.nn.utils.rnn.pad_sequence(feats, batch_first=True).to(device)
@@ -89,9 +94,12 @@ def search_checked(
         with autocast_for(device, settings.precision):
             memory, mem_lens = model.encode(batch, lengths)
         ctc = model.ctc_logprobs(memory.float()) if bundle.dims.ctc else None
+        rescore = rescorer is not None and automaton is not None and model.slot_heads is not None
+        slots = model.slot_logprobs(memory.float(), mem_lens).cpu().numpy() if rescore else None
+        wide = settings.merged(nbest=max(settings.nbest, settings.beam)) if rescore else settings
         with autocast_for(device, settings.precision):
             nbests = decode_batch(
-                model, memory, mem_lens, settings, use_cache=use_cache, ctc_logprobs=ctc, grammar=automaton
+                model, memory, mem_lens, wide, use_cache=use_cache, ctc_logprobs=ctc, grammar=automaton
             )
             free_nbests = (
                 decode_batch(model, memory, mem_lens, settings.merged(beam=settings.free_beam, nbest=1),
@@ -99,6 +107,7 @@ def search_checked(
                 if automaton is not None and settings.free_beam > 0
                 else None
             )
+        nbests = rerank_all(rescorer if rescore else None, nbests, slots, bundle.tokenizer.decode, settings.nbest)
         free: list[Hypothesis | None] = [h[0] if h else None for h in free_nbests] if free_nbests else [None] * B
         best = [h[0] if h else None for h in nbests]
         free_gaps = joint_gaps(best, free, mem_lens.tolist(), settings.length_penalty)
@@ -122,6 +131,7 @@ class Constraint:
 
     grammar: Grammar | None = None
     automaton: TokenAutomaton | None = None
+    rescorer: Rescorer | None = None  # the intent/slot heads' vote on the n-best (decode.slot_weight > 0)
 
     @classmethod
     def of(cls, bundle: Bundle, settings: DecodeSettings) -> Constraint:
@@ -130,8 +140,11 @@ class Constraint:
         grammar = bundle.decode_grammar(settings.grammar)
         if grammar is None:
             return cls()
+        # the heads' classes are the training grammar's: they vote only when decoding is held to it
+        heads = bundle.heads if settings.grammar == "recipe" and settings.slot_weight > 0 else None
+        rescorer = Rescorer(heads, grammar, settings.slot_weight) if heads is not None else None
         try:
-            return cls(grammar, bundle.automaton(grammar))
+            return cls(grammar, bundle.automaton(grammar), rescorer)
         except GrammarError as err:
             where = "the model's grammar" if settings.grammar == "recipe" else settings.grammar
             raise GrammarError(f"{where}: {err}") from None
@@ -187,7 +200,8 @@ def transcribe_files(
         chunk = loaded[first : first + settings.batch_size]
         start = time.perf_counter()
         found = search_checked(
-            bundle, [feats for _, feats, _ in chunk], settings, use_cache=use_cache, automaton=constraint.automaton
+            bundle, [feats for _, feats, _ in chunk], settings, use_cache=use_cache, automaton=constraint.automaton,
+            rescorer=constraint.rescorer,
         )
         batch_seconds = time.perf_counter() - start
         batch_audio = sum(results[i].duration for i, _, _ in chunk) or 1.0
@@ -272,7 +286,10 @@ def transcribe_waves(
     loaded.sort(key=lambda item: item[1].shape[0])
     for first in range(0, len(loaded), settings.batch_size):
         chunk = loaded[first : first + settings.batch_size]
-        found = search_checked(bundle, [feats for _, feats in chunk], settings, automaton=constraint.automaton)
+        found = search_checked(
+            bundle, [feats for _, feats in chunk], settings, automaton=constraint.automaton,
+            rescorer=constraint.rescorer,
+        )
         for k, (index, _) in enumerate(chunk):
             _judge(results[index], found, k, bundle, settings, constraint.grammar)
     seconds = time.perf_counter() - start

@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from seqx.model.attention import make_pad_mask
+from seqx.model.slot_head import slot_loss
 from seqx.model.transformer import ModelDimensions, ModelOutput
 
 
@@ -19,15 +20,19 @@ def joint_loss(
     label_smoothing: float,
     *,
     sync: bool = True,
+    slot_labels: Tensor | None = None,
+    slot_weight: float = 0.0,
 ) -> tuple[Tensor, dict[str, float]] | tuple[Tensor, dict[str, Tensor]]:
-    """(1 - w) * CE + w * CTC, both per target token.
+    """(1 - w) * CE + w * CTC, both per target token, + slot_weight * the intent/slot heads' NLL.
 
     targets (B, U) = y + [eos], padded with anything; target_lens (B,) counts the eos.
     CE: label-smoothed cross-entropy summed over real target tokens / their number.
     CTC: -log p(y | x) (targets without eos; length 0 is legal) summed over the batch and
     divided by the same token count, so both terms share one scale and an empty
     transcript never divides by zero. zero_infinity drops impossible alignments.
-    Returns the loss and its parts {"ce", "ctc", "loss"}: floats (one device sync for all),
+    The heads' term (seqx/model/slot_head.py slot_loss, per labelled utterance) is added when
+    the model has heads, `slot_labels` (B, H) are given and slot_weight > 0.
+    Returns the loss and its parts {"ce", "ctc", "slot", "loss"}: floats (one device sync for all),
     or with `sync=False` detached 0-d tensors, read when the caller needs the numbers.
     """
     logits = output.logits.float()  # (B, U, V); the loss in fp32 even under bf16 autocast
@@ -55,6 +60,10 @@ def joint_loss(
         ) / tokens
         parts["ctc"] = ctc.detach()
         loss = (1 - ctc_weight) * ce + ctc_weight * ctc
+    if slot_weight > 0 and output.slot_logprobs is not None and slot_labels is not None:
+        slots = slot_loss(output.slot_logprobs, slot_labels, dims.slot_classes)
+        parts["slot"] = slots.detach()
+        loss = loss + slot_weight * slots
     parts["loss"] = loss.detach()
     if not sync:
         return loss, parts

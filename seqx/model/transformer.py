@@ -20,6 +20,7 @@ from torch import Tensor, nn
 from seqx.errors import SeqxError
 from seqx.model.attention import AttentionCache, MultiHeadAttention, causal_mask, key_mask
 from seqx.model.frontend import FrontEnd
+from seqx.model.slot_head import SlotHeads
 
 # ---------------------------------------------------------------------------- dimensions
 
@@ -61,8 +62,11 @@ class ModelDimensions:
     bos_id: int = 1
     eos_id: int = 2
     blank_id: int = 0  # CTC blank; may coincide with pad (never a target)
+    # classes of each intent/slot head (seqx/model/slot_head.py), "none" included; () = no heads
+    slot_classes: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "slot_classes", tuple(int(n) for n in self.slot_classes))  # JSON gives a list
         if self.frontend not in ("none", "linear", "conv2d"):
             raise SeqxError(f"model.frontend: unknown front-end {self.frontend!r} (none, linear, conv2d)")
         if self.d_model % self.heads:
@@ -89,13 +93,16 @@ class ModelDimensions:
         return cls(**raw)
 
     @classmethod
-    def from_settings(cls, model: NetworkSettings, n_feats: int, tokenizer: TokenizerIds) -> ModelDimensions:
+    def from_settings(
+        cls, model: NetworkSettings, n_feats: int, tokenizer: TokenizerIds, slot_classes: tuple[int, ...] = ()
+    ) -> ModelDimensions:
         """The one place recipe settings (`seqx.recipe.ModelSettings`) become dimensions: every
         field with the same name is taken as it is; the pre/post-LN choice and the CTC head follow
-        from `norm` and `ctc_weight`; ids come from the tokenizer."""
+        from `norm` and `ctc_weight`; ids come from the tokenizer; the intent/slot heads' classes
+        from the grammar (seqx.decode.slot_rescore.HeadLayout.sizes), when training uses them."""
         named = {f.name: getattr(model, f.name) for f in fields(cls) if hasattr(model, f.name)}
         ids = {name: getattr(tokenizer, name) for name in ("vocab_size", "pad_id", "bos_id", "eos_id", "blank_id")}
-        derived = {"norm_first": model.norm == "pre", "ctc": model.ctc_weight > 0}
+        derived = {"norm_first": model.norm == "pre", "ctc": model.ctc_weight > 0, "slot_classes": tuple(slot_classes)}
         return cls(n_feats=n_feats, **{**named, **ids, **derived})
 
 
@@ -286,6 +293,7 @@ class ModelOutput(NamedTuple):
     logits: Tensor  # (B, U, V) decoder logits, teacher-forced
     ctc_logprobs: Tensor | None  # (B, S, V) float32 log-softmax of the CTC head, None without one
     mem_lens: Tensor  # (B,) encoder output lengths (frames after the front-end)
+    slot_logprobs: Tensor | None = None  # (B, sum of head classes) intent/slot heads, None without them
 
 
 class Seq2SeqTransformer(nn.Module):
@@ -306,6 +314,7 @@ class Seq2SeqTransformer(nn.Module):
         self.encoder = Encoder(dims)
         self.decoder = Decoder(dims)
         self.ctc_head = nn.Linear(dims.d_model, dims.vocab_size) if dims.ctc else None
+        self.slot_heads = SlotHeads(dims.d_model, dims.slot_classes) if dims.slot_classes else None
         self.apply(_init_weights)
         # token embeddings (and so the tied output layer) ~ N(0, 1/d): unit variance after the sqrt(d) scale
         nn.init.normal_(self.decoder.embed.weight, std=dims.d_model**-0.5)
@@ -341,12 +350,19 @@ class Seq2SeqTransformer(nn.Module):
             raise ValueError("this model has no CTC head (dims.ctc is False)")
         return F.log_softmax(self.ctc_head(memory).float(), dim=-1)
 
+    def slot_logprobs(self, memory: Tensor, mem_lens: Tensor) -> Tensor:
+        """memory (B, S, D) -> (B, sum of head classes) float32 log-probs of the intent/slot heads."""
+        if self.slot_heads is None:
+            raise ValueError("this model has no intent/slot heads (dims.slot_classes is empty)")
+        return self.slot_heads(memory, mem_lens)
+
     def forward(self, feats: Tensor, feat_lens: Tensor, tokens_in: Tensor, token_lens: Tensor) -> ModelOutput:
         """Teacher forcing: tokens_in = [bos] + y (B, U), padded; token_lens (B,) counts bos."""
         memory, mem_lens = self.encode(feats, feat_lens)
         logits = self.decode(tokens_in, memory, mem_lens, token_lens=token_lens)
         ctc = self.ctc_logprobs(memory) if self.ctc_head is not None else None
-        return ModelOutput(logits, ctc, mem_lens)
+        slots = self.slot_heads(memory, mem_lens) if self.slot_heads is not None else None
+        return ModelOutput(logits, ctc, mem_lens, slots)
 
 
 def _init_weights(module: nn.Module) -> None:

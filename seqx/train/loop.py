@@ -209,7 +209,7 @@ class Trainer:
                 out = self.net(feats, batch.feat_lens, batch.tokens_in, batch.target_lens)
                 loss, parts = joint_loss(
                     out, batch.targets, batch.target_lens, self.dims, self.recipe.model.ctc_weight,
-                    cfg.label_smoothing, sync=False,
+                    cfg.label_smoothing, sync=False, slot_labels=batch.slot_labels, slot_weight=cfg.slot_weight,
                 )
             value = parts["loss"].item()  # the batch's one device sync: the guard below needs it
             finite = self._all_finite(math.isfinite(value))

@@ -19,6 +19,7 @@ import torch
 
 from seqx.data.stage import run_data_stage
 from seqx.decode.bundle import check_bundle, load_bundle, save_bundle, update_config
+from seqx.decode.slot_rescore import HeadLayout
 from seqx.device import resolve_device
 from seqx.errors import SeqxError
 from seqx.featurize.cmvn import Cmvn
@@ -115,6 +116,23 @@ def run_train_stage(
         lock.close()
 
 
+def slot_layout(recipe: Recipe, grammar: Grammar | None, reporter: Reporter) -> HeadLayout | None:
+    """The intent/slot heads' classes when `train.slot_weight` asks for heads; None otherwise, and
+    (with a warning) when there is no grammar to take them from."""
+    if recipe.train.slot_weight <= 0:
+        return None
+    if grammar is None:
+        reporter.warn("train.slot_weight: the intent/slot heads need a grammar (data.source synth); training without")
+        return None
+    return HeadLayout.from_grammar(grammar)
+
+
+def slot_labels(layout: HeadLayout, grammar: Grammar, texts: list[str], tokenizer: Tokenizer) -> list[list[int]]:
+    """Each training text's classes: the grammar's parse of it as the tokenizer normalizes it
+    (what decoding parses too); no parse (out-of-grammar, empty) -> ignored by the heads' loss."""
+    return [layout.labels(grammar.parse(tokenizer.normalize(text))) for text in texts]
+
+
 def _bundle_intact(recipe: Recipe, reporter: Reporter) -> bool:
     """A bundle whose files were damaged since it was written is made again (from the checkpoints)."""
     try:
@@ -136,10 +154,15 @@ def _train(recipe: Recipe, device: torch.device, dist: DistInfo, reporter: Repor
     train_store, valid_store = FeatureStore(recipe.feats_dir / "train"), FeatureStore(recipe.feats_dir / "valid")
     if len(train_store) == 0:
         raise SeqxError(f"{recipe.feats_dir / 'train'}: no training utterances")
-    dims = ModelDimensions.from_settings(recipe.model, train_store.n_feats, tokenizer)
+    grammar = load_grammar(recipe) if recipe.data.source == "synth" else None
+    layout = slot_layout(recipe, grammar, reporter)
+    dims = ModelDimensions.from_settings(
+        recipe.model, train_store.n_feats, tokenizer, layout.sizes if layout is not None else ()
+    )
+    labels = slot_labels(layout, grammar, train_store.texts, tokenizer) if layout is not None and grammar else None
     trainer = Trainer(
-        recipe, dims, UtteranceDataset(train_store, tokenizer, cmvn), UtteranceDataset(valid_store, tokenizer, cmvn),
-        tokenizer, device, dist, reporter, key,
+        recipe, dims, UtteranceDataset(train_store, tokenizer, cmvn, labels),
+        UtteranceDataset(valid_store, tokenizer, cmvn), tokenizer, device, dist, reporter, key,
     )
     report = TrainReport(str(recipe.bundle_dir), False, str(device), dist.world_size, count_parameters(trainer.model))
     try:
@@ -158,11 +181,11 @@ def _train(recipe: Recipe, device: torch.device, dist: DistInfo, reporter: Repor
             model = trainer.averaged_model()
             report.averaged = [p.name for p in trainer.best_paths() if p.is_file()]
             report.bundle_valid_wer = trainer.validate(model).wer
-            grammar = load_grammar(recipe) if recipe.data.source == "synth" else None
             save_bundle(recipe.bundle_dir, model, recipe.features, recipe.data.sample_rate, cmvn, tokenizer, recipe.decode,
                         extra={"train": {"steps": state.step, "epochs": state.epoch, "averaged": report.averaged,
                                          "valid_wer": report.bundle_valid_wer},
-                               "grammar": grammar.to_dict() if grammar is not None else None})
+                               "grammar": grammar.to_dict() if grammar is not None else None,
+                               "slot_heads": layout.to_json() if layout is not None else None})
             choice = recipe.decode.grammar  # what decoding will be constrained to: the margin is chosen for it
             constrain = grammar if choice == "recipe" else None if choice == "none" else grammar_from_file(choice)
             if constrain is not None and recipe.decode.reject_margin == "auto" and recipe.data.source == "synth":
