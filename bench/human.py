@@ -9,7 +9,9 @@ CPU) with the set's grammar (Debian's JSGF file itself where it ships one), a co
 with the recipe's own voices (data.synth.engines, engine_weights and test_engine: today all four
 engines, flite heard only in test; e.g. --set "data.synth.engines=[espeak-ng]" for espeak-ng alone),
 a model is trained, and the human files are transcribed (beam + CTC, free: no grammar
-constraint, and constrained by the set's grammar). Beside it
+constraint, and constrained by the set's grammar; with `--set train.slot_weight=W` the model has
+intent/slot heads and a fourth run reranks the constrained beam by them, at decode.slot_weight
+or 1). Beside it
 PocketSphinx decodes the same files constrained by the set's own JSGF grammar (the file Debian
 ships; alsa has none, so the one made from the templates). The recordings are only ever
 decoded, never trained on. Everything is written under --exp-dir, nothing into the repo.
@@ -192,10 +194,13 @@ def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:
     bundle = load_bundle(recipe.bundle_dir)
     systems: dict[str, list[str]] = {}
     beam_label = f"seqx beam {bundle.decode.beam} + CTC {bundle.decode.ctc_weight:g}"
-    runs = (("seqx greedy", 1, "none"), (beam_label, bundle.decode.beam, "none"),
-            (f"{beam_label} + grammar", bundle.decode.beam, "recipe"))  # fmt: skip
-    for label, beam, grammar in runs:
-        settings = bundle.decode.model_copy(update={"beam": beam, "grammar": grammar})
+    runs = [("seqx greedy", 1, "none", 0.0), (beam_label, bundle.decode.beam, "none", 0.0),
+            (f"{beam_label} + grammar", bundle.decode.beam, "recipe", 0.0)]  # fmt: skip
+    if bundle.heads is not None:  # a model with intent/slot heads: the same beam, reranked by their vote
+        weight = bundle.decode.slot_weight or 1.0
+        runs.append((f"{beam_label} + grammar + slot heads {weight:g}", bundle.decode.beam, "recipe", weight))
+    for label, beam, grammar, slot_weight in runs:
+        settings = bundle.decode.model_copy(update={"beam": beam, "grammar": grammar, "slot_weight": slot_weight})
         results = transcribe_files(bundle, paths, settings, constraint=Constraint.of(bundle, settings))
         # a rejected result ("not understood") has empty text: right only for the no-speech file
         systems[label] = [normalize_text(r.text, recipe.tokenizer) for r in results]

@@ -73,6 +73,10 @@ def _same_results(onnx_results: list, torch_results: list, what: object) -> None
         assert {k: getattr(a, k) for k in VERDICT} == {k: getattr(b, k) for k in VERDICT}, (what, a.path)
         assert [h["text"] for h in a.nbest] == [h["text"] for h in b.nbest], (what, a.path)
         assert [h["score"] for h in a.nbest] == pytest.approx([h["score"] for h in b.nbest], abs=1e-4)
+        # the intent/slot heads' vote, where the model has heads (tests/test_slot_heads.py)
+        slot_a, slot_b = [h.get("slot_score") for h in a.nbest], [h.get("slot_score") for h in b.nbest]
+        assert [x is None for x in slot_a] == [y is None for y in slot_b], (what, a.path)
+        assert [x for x in slot_a if x is not None] == pytest.approx([y for y in slot_b if y is not None], abs=1e-4)
         assert a.score == pytest.approx(b.score, abs=1e-4)
         for key in ("ctc_gap", "free_gap"):
             x, y = getattr(a, key), getattr(b, key)

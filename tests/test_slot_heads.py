@@ -145,3 +145,26 @@ def test_a_bundle_without_heads_decodes_as_the_heads_model_at_weight_0(
         (r.text, r.intent, r.slots, r.understood) for r in want
     ]
     assert [r.score for r in got] == pytest.approx([r.score for r in want], abs=1e-5)
+
+
+def test_the_runtime_reranks_as_torch_does(trained: tuple[Recipe, Bundle], tmp_path: Path) -> None:
+    """The export's encoder has the heads' output, and the runtime reranks with the same code:
+    verdict, parse, n-best, scores and the heads' scores within 1e-4 of the torch path's."""
+    from test_runtime import _same_results
+
+    from seqx.export.onnx_export import export_bundle
+    from seqx.runtime import load_exported, settings_for
+    from seqx.runtime import transcribe_files as runtime_transcribe
+
+    recipe, bundle = trained
+    report = export_bundle(bundle, tmp_path / "onnx")
+    assert report.max_abs_diff["slot_logprobs"] < 1e-4
+    exported = load_exported(tmp_path / "onnx", threads=1)
+    paths = [u.audio for split in ("test", "valid") for u in read_manifest(recipe.data_dir / f"{split}.jsonl")]
+    voted = 0
+    for options in ({}, {"nbest": 3}, {"slot_weight": 0.0}, {"slot_weight": 100.0}, {"grammar": "none"}):
+        want = transcribe_files(bundle, paths, bundle.decode.merged(**options))
+        got = runtime_transcribe(exported, paths, settings_for(exported, **options))
+        _same_results(got, want, options)
+        voted += sum("slot_score" in h for r in got for h in r.nbest)
+    assert voted > 0

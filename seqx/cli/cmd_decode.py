@@ -31,6 +31,12 @@ CtcOpt = Annotated[
     Optional[float], typer.Option("--ctc-weight", min=0.0, max=1.0, help="Weight of CTC prefix scores in beam search.")
 ]
 DeviceOpt = Annotated[str, typer.Option("--device", help="cpu, cuda, or auto (cuda when present).")]
+SlotOpt = Annotated[
+    Optional[float],
+    typer.Option("--slot-weight", min=0.0, max=100.0,
+                 help="Rerank the grammar-constrained n-best by the model's intent/slot heads with this weight; "
+                      "0 = off (default: the bundle's decode.slot_weight)."),
+]
 GapOpt = Annotated[
     Optional[float],
     typer.Option(
@@ -86,6 +92,7 @@ def transcribe(
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = None,
     max_ctc_gap: GapOpt = None,
+    slot_weight: SlotOpt = None,
     grammar: GrammarOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -99,7 +106,9 @@ def transcribe(
     paths = expand_inputs(items)
     if not paths:
         raise SeqxError("no audio files given (folders are searched for .wav/.flac/.ogg/.mp3)")
-    options = dict(beam=beam, greedy=greedy, nbest=nbest, ctc_weight=ctc_weight, max_ctc_gap=max_ctc_gap)
+    options = dict(
+        beam=beam, greedy=greedy, nbest=nbest, ctc_weight=ctc_weight, max_ctc_gap=max_ctc_gap, slot_weight=slot_weight
+    )
     if model is not None and is_exported(model):  # an ONNX export: onnxruntime + numpy, torch never imported
         from seqx.runtime import load_exported, settings_for
         from seqx.runtime import transcribe_files as run_exported
@@ -152,6 +161,7 @@ def evaluate(
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = None,
     max_ctc_gap: GapOpt = None,
+    slot_weight: SlotOpt = None,
     grammar: GrammarOpt = None,
     overrides: SetOpt = None,
     json_out: JsonOpt = False,
@@ -166,7 +176,8 @@ def evaluate(
     loaded = load_for_this_machine(recipe, overrides, device)
     bundle = _bundle(model, device, recipe, overrides)
     settings = bundle.decode.merged(
-        beam=beam, greedy=greedy, ctc_weight=ctc_weight, precision=precision, max_ctc_gap=max_ctc_gap, grammar=grammar
+        beam=beam, greedy=greedy, ctc_weight=ctc_weight, precision=precision, max_ctc_gap=max_ctc_gap, grammar=grammar,
+        slot_weight=slot_weight,
     )
     with RichReporter() as reporter:
         reports = compare(loaded, bundle, settings, split=split, reporter=reporter, limit=limit, n_oog=oog)

@@ -38,6 +38,8 @@ def decoding_config(bundle: Bundle, config: dict[str, Any]) -> dict[str, Any]:
                 raise SeqxError(f"export: the model's grammar: {err}") from None
             config["grammar"] = None  # free decoding only: a grammar it cannot spell is left out
     config["vad"] = _vad_record(float(config["decode"].get("vad_threshold", 0.0)))
+    if choice not in ("recipe", "none"):  # the heads' classes are the training grammar's: no vote on another's
+        config["slot_heads"] = None
     return config
 
 

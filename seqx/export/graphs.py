@@ -5,6 +5,7 @@ EncoderGraph  feats (B, T, F) float32, lens (B,) int64
               -> memory (B, S, D), mem_lens (B,), ctc_logprobs (B, S, V),
                  cross_k, cross_v (L, B, H, S, dh): every decoder layer's cross-attention keys and
                  values, projected once per utterance here so a decoder step never sees the memory
+                 and, for a model with intent/slot heads, slot_logprobs (B, sum of head classes)
 StepGraph     token (N, 1) int64, self_k, self_v (L, N, H, t, dh) the past, cross_k, cross_v
               (L, B, H, S, dh) and mem_lens (B,) once per utterance, N = B * G rows (G beams each,
               adjacent): the beams of an utterance attend as G queries of one row, as in torch,
@@ -44,7 +45,7 @@ class EncoderGraph(nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, feats: Tensor, lens: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    def forward(self, feats: Tensor, lens: Tensor) -> tuple[Tensor, ...]:
         encoder = self.model.encoder
         x, mem_lens = encoder.frontend(feats, lens)  # (B, S, D): Encoder.forward with positions computed here
         S = x.shape[1]
@@ -63,7 +64,10 @@ class EncoderGraph(nn.Module):
             assert attn is not None
             ks.append(attn._split(attn.key(memory)))  # (B, H, S, dh)
             vs.append(attn._split(attn.value(memory)))
-        return memory, mem_lens, ctc, torch.stack(ks), torch.stack(vs)
+        outputs = (memory, mem_lens, ctc, torch.stack(ks), torch.stack(vs))
+        if self.model.slot_heads is not None:  # one more output only where there are heads: old exports stay as they were
+            outputs += (self.model.slot_logprobs(memory, mem_lens),)
+        return outputs
 
 
 class StepGraph(nn.Module):

@@ -88,18 +88,21 @@ def export_bundle(bundle: Bundle, out: str | Path, int8: bool = False) -> Export
     enc, step = EncoderGraph(model).eval(), StepGraph(model).eval()
     feats, lens = _dummy(bundle)
     H, dh, L = dims.heads, dims.d_model // dims.heads, dims.dec_layers
+    heads = model.slot_heads is not None
     with torch.no_grad():
-        memory, mem_lens, ctc, ck, cv = enc(feats, lens)
+        memory, mem_lens, ctc, ck, cv = enc(feats, lens)[:5]
         N, t = ck.shape[1] * 2, 3  # two beams per utterance: the graph must not take rows == utterances
         past = torch.randn(L, N, H, t, dh)
         token = torch.full((N, 1), dims.bos_id, dtype=torch.long)
         step_args = (token, past, past.clone(), ck, cv, mem_lens)
     fp32_enc, fp32_step = out / ENCODER, out / STEP
     _export(
-        enc, (feats, lens), fp32_enc, ["feats", "lens"], ["memory", "mem_lens", "ctc_logprobs", "cross_k", "cross_v"],
+        enc, (feats, lens), fp32_enc, ["feats", "lens"],
+        ["memory", "mem_lens", "ctc_logprobs", "cross_k", "cross_v"] + (["slot_logprobs"] if heads else []),
         {"feats": {0: "batch", 1: "frames"}, "lens": {0: "batch"}, "memory": {0: "batch", 1: "steps"},
          "mem_lens": {0: "batch"}, "ctc_logprobs": {0: "batch", 1: "steps"},
-         "cross_k": {1: "batch", 3: "steps"}, "cross_v": {1: "batch", 3: "steps"}},
+         "cross_k": {1: "batch", 3: "steps"}, "cross_v": {1: "batch", 3: "steps"}}
+        | ({"slot_logprobs": {0: "batch"}} if heads else {}),
     )  # fmt: skip
     _export(
         step, step_args, fp32_step,
@@ -221,6 +224,8 @@ def _check_against_torch(out: Path, enc: EncoderGraph, step: StepGraph, bundle: 
         "ctc_logprobs": float(np.abs(got[2] - ref[2].numpy()).max()),
         "step_logprobs": float(np.abs(got_step[0] - ref_step[0].numpy()).max()),
     }
+    if len(ref) > 5:  # the intent/slot heads' log-probs
+        diffs["slot_logprobs"] = float(np.abs(got[5] - ref[5].numpy()).max())
     if not np.array_equal(got[1], ref[1].numpy()):
         raise SeqxError("export: the encoder graph's output lengths differ from the model's")
     if not int8 and max(diffs.values()) > 1e-3:

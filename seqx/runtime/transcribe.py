@@ -14,6 +14,7 @@ import numpy as np
 from seqx.decode.result import (
     Hypothesis, Result, Rules, Searched, ctc_best_paths, gate, join_pieces, joint_gaps, judge, note,
 )  # fmt: skip
+from seqx.decode.slot_rescore import HeadLayout, Rescorer, rerank_all
 from seqx.errors import AudioError, SeqxError
 from seqx.featurize.samples import read_samples
 from seqx.runtime.ctc import ctc_gaps
@@ -24,10 +25,10 @@ CONV_MIN_FRAMES = 7  # seqx.model.frontend: the conv2d front-end's shortest inpu
 SETTINGS = (
     "beam", "nbest", "ctc_weight", "length_penalty", "max_len_ratio", "max_len", "batch_size", "max_segment_s",
     "min_confidence", "max_ctc_gap", "silence_dbfs", "grammar", "reject_margin", "free_beam", "reject_distance",
-    "vad_threshold",
+    "vad_threshold", "slot_weight",
 )  # fmt: skip
 DEFAULTS = {"grammar": "recipe", "reject_margin": "auto", "free_beam": 0, "reject_distance": "auto",
-            "vad_threshold": 0.0, "max_segment_s": 20.0}  # an export's config from before a setting existed
+            "vad_threshold": 0.0, "max_segment_s": 20.0, "slot_weight": 0.0}  # an export's config from before a setting existed
 
 
 def settings_for(model: ExportedModel, **options: Any) -> dict[str, Any]:
@@ -51,8 +52,18 @@ def constrained(model: ExportedModel, settings: dict[str, Any]) -> bool:
     return settings["grammar"] == "recipe" and model.grammar is not None
 
 
+def rescorer_for(model: ExportedModel, settings: dict[str, Any]) -> Rescorer | None:
+    """The intent/slot heads' vote (seqx.decode.transcribe.Constraint.of's rule): an export of a
+    model with heads, held to the grammar they were built from, with decode.slot_weight > 0."""
+    layout = HeadLayout.from_json(model.config.get("slot_heads"))
+    if layout is None or not constrained(model, settings) or float(settings["slot_weight"]) <= 0:
+        return None
+    return Rescorer(layout, model.grammar, float(settings["slot_weight"]))
+
+
 def encode(model: ExportedModel, feats: list[np.ndarray]) -> tuple[np.ndarray, ...]:
-    """Pad a batch and run encoder.onnx -> (memory, mem_lens, ctc_logprobs, cross_k, cross_v)."""
+    """Pad a batch and run encoder.onnx -> (memory, mem_lens, ctc_logprobs, cross_k, cross_v
+    [, slot_logprobs with intent/slot heads])."""
     lens = np.array([f.shape[0] for f in feats], np.int64)
     T = max(int(lens.max()), CONV_MIN_FRAMES)
     batch = np.zeros((len(feats), T, feats[0].shape[1]), np.float32)
@@ -65,17 +76,23 @@ def search_checked(model: ExportedModel, feats: list[np.ndarray], settings: dict
     """seqx.decode.transcribe.search_checked: the n-best, their CTC gaps, and with a grammar the
     free beam's best of the same encoder pass and the CTC best path."""
     dims = model.dims
-    _, mem_lens, ctc, cross_k, cross_v = encode(model, feats)
+    outputs = encode(model, feats)
+    _, mem_lens, ctc, cross_k, cross_v = outputs[:5]
     enc = {"mem_lens": mem_lens, "ctc": ctc, "cross_k": cross_k, "cross_v": cross_v}
     mask = model.mask if constrained(model, settings) else None
+    rescorer = rescorer_for(model, settings) if mask is not None and len(outputs) > 5 else None
+    # with the heads' vote the constrained beam keeps its whole n-best for them to rerank
+    nbest = max(settings["nbest"], settings["beam"]) if rescorer is not None else settings["nbest"]
     B = len(feats)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        nbests = decode_batch(enc, model.step, dims, settings["beam"], settings["nbest"], settings, mask)
+        nbests = decode_batch(enc, model.step, dims, settings["beam"], nbest, settings, mask)
         free_nbests = (
             decode_batch(enc, model.step, dims, max(settings["free_beam"], 1), 1, settings)
             if mask is not None and settings["free_beam"] > 0
             else None
         )
+        slots = outputs[5] if rescorer is not None else None
+        nbests = rerank_all(rescorer, nbests, slots, model.detokenize, settings["nbest"])
         free: list[Hypothesis | None] = [h[0] if h else None for h in free_nbests] if free_nbests else [None] * B
         best = [h[0] if h else None for h in nbests]
         free_gaps = joint_gaps(best, free, mem_lens.tolist(), settings["length_penalty"])
