@@ -2,7 +2,7 @@
 
 Usage:
     python bench/human.py [--sets cards,goforward,alsa] [--kind speech_embedding|fbank|...]
-                          [--epochs N] [--size N] [--exp-dir /tmp/seqx-human] [--set KEY=VALUE] [--json]
+                          [--epochs N] [--size N] [--exp-dir /tmp/seqx-human] [--set KEY=VALUE] [--slot-weights W,...] [--json]
 
 For each set a recipe is built from recipes/commands.yaml (the cpu profile's model size on a
 CPU) with the set's grammar (Debian's JSGF file itself where it ships one), a corpus is synthesized
@@ -197,8 +197,9 @@ def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:
     runs = [("seqx greedy", 1, "none", 0.0), (beam_label, bundle.decode.beam, "none", 0.0),
             (f"{beam_label} + grammar", bundle.decode.beam, "recipe", 0.0)]  # fmt: skip
     if bundle.heads is not None:  # a model with intent/slot heads: the same beam, reranked by their vote
-        weight = bundle.decode.slot_weight or 1.0
-        runs.append((f"{beam_label} + grammar + slot heads {weight:g}", bundle.decode.beam, "recipe", weight))
+        weights = [float(w) for w in args.slot_weights.split(",")] if args.slot_weights else []
+        for weight in weights or [bundle.decode.slot_weight or 1.0]:
+            runs.append((f"{beam_label} + grammar + slot heads {weight:g}", bundle.decode.beam, "recipe", weight))
     for label, beam, grammar, slot_weight in runs:
         settings = bundle.decode.model_copy(update={"beam": beam, "grammar": grammar, "slot_weight": slot_weight})
         results = transcribe_files(bundle, paths, settings, constraint=Constraint.of(bundle, settings))
@@ -227,6 +228,8 @@ def main() -> None:
     parser.add_argument("--exp-dir", type=Path, default=Path("/tmp/seqx-human"))
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="recipe override")
     parser.add_argument("--skip-train", action="store_true", help="decode with the bundles already trained")
+    parser.add_argument("--slot-weights", default="", help="decode.slot_weight values of the heads runs (a model "
+                        "trained with train.slot_weight > 0), e.g. 0.3,1; default: the bundle's, else 1")
     parser.add_argument("--skip-pocketsphinx", action="store_true")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", action="store_true")

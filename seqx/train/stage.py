@@ -64,6 +64,8 @@ def pick_device(requested: str) -> torch.device:
 def run_key(recipe: Recipe) -> str:
     """What decides the trained weights: settings and the exact inputs (device and logging excluded)."""
     train = recipe.train.model_dump(exclude={"device", "log_every", "workers", "save_every_steps"})
+    if not train["slot_weight"]:
+        del train["slot_weight"]  # added later: runs without heads keep their key (and their checkpoints)
     # the earlier stages' stamps say exactly which features and tokenizer the weights were made from
     stamps = [(d / STAMP_NAME).read_text() if (d / STAMP_NAME).is_file() else "" for d in (recipe.feats_dir, recipe.tokenizer_dir)]
     return fingerprint(recipe.model, train, recipe.features.spec, recipe.features.specaugment, stamps)
@@ -98,7 +100,10 @@ def run_train_stage(
             run_tokenize_stage(recipe, said)
         wait_for_rank0(dist)
         key = run_key(recipe)
-        bundle_key = fingerprint(key, recipe.decode)
+        decode = recipe.decode.model_dump(mode="json")
+        if not decode["slot_weight"]:
+            del decode["slot_weight"]  # added later: bundles decoded without the heads' vote stay fresh
+        bundle_key = fingerprint(key, decode)
         if not restart and is_fresh(recipe.bundle_dir, bundle_key) and _bundle_intact(recipe, said):
             return TrainReport(str(recipe.bundle_dir), True, str(target), dist.world_size)
         if recipe.train.deterministic:
