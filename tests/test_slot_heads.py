@@ -168,3 +168,18 @@ def test_the_runtime_reranks_as_torch_does(trained: tuple[Recipe, Bundle], tmp_p
         _same_results(got, want, options)
         voted += sum("slot_score" in h for r in got for h in r.nbest)
     assert voted > 0
+
+
+def test_a_slot_used_twice_has_two_heads_and_shared_outputs_one_class() -> None:
+    """Heads follow Parse.slots' keys (`card`, `card_2`), and two phrasings of one output are one class."""
+    from seqx.grammar.model import Grammar
+
+    grammar = Grammar.build(
+        {"deal": ["deal {card} and {card}"], "level": ["turn {dir} the volume"]},
+        {"card": ["ace", "king"], "dir": [("up", "up"), ("higher", "up"), ("down", "down")]},
+    )
+    layout = HeadLayout.from_grammar(grammar)
+    assert layout.names == ("intent", "card", "card_2", "dir") and layout.sizes == (3, 3, 3, 3)
+    assert layout.classes(grammar.parse("deal king and ace")) == [1, 2, 1, 0]
+    assert layout.classes(grammar.parse("turn higher the volume")) == layout.classes(grammar.parse("turn up the volume"))
+    assert layout.classes(None) == [0, 0, 0, 0] and layout.labels(None) == [IGNORE] * 4
