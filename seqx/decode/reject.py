@@ -108,7 +108,7 @@ def calibrate(
     negatives = build_negatives(recipe, grammar, "valid", recipe.eval_dir / "negatives-valid", n_oog=n_oog,
                                 noise_repeats=1, reporter=reporter)  # fmt: skip
     settings = bundle.decode.model_copy(update={"reject_margin": 0.0, "max_ctc_gap": 0.0, "reject_distance": 1.0})
-    constraint = Constraint(grammar, bundle.automaton(grammar))
+    constraint = Constraint.of_grammar(bundle, grammar, settings)  # with the heads' vote when decoding has it
     paths = [u.audio for u in utts] + [n.audio for n in negatives]
     results = transcribe_files(bundle, paths, settings, reporter=reporter, constraint=constraint)
     pairs = [_pair(r) for r in results]

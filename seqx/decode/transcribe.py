@@ -140,14 +140,20 @@ class Constraint:
         grammar = bundle.decode_grammar(settings.grammar)
         if grammar is None:
             return cls()
-        # the heads' classes are the training grammar's: they vote only when decoding is held to it
-        heads = bundle.heads if settings.grammar == "recipe" and settings.slot_weight > 0 else None
-        rescorer = Rescorer(heads, grammar, settings.slot_weight) if heads is not None else None
         try:
-            return cls(grammar, bundle.automaton(grammar), rescorer)
+            return cls.of_grammar(bundle, grammar, settings)
         except GrammarError as err:
             where = "the model's grammar" if settings.grammar == "recipe" else settings.grammar
             raise GrammarError(f"{where}: {err}") from None
+
+    @classmethod
+    def of_grammar(cls, bundle: Bundle, grammar: Grammar, settings: DecodeSettings) -> Constraint:
+        """`grammar` compiled, with the intent/slot heads' vote when `settings.slot_weight` asks for
+        it, the bundle has heads and `grammar` is the one they were built from (the training grammar)."""
+        trained = bundle.grammar is not None and grammar.to_json() == bundle.grammar.to_json()
+        heads = bundle.heads if trained and settings.slot_weight > 0 else None
+        rescorer = Rescorer(heads, grammar, settings.slot_weight) if heads is not None else None
+        return cls(grammar, bundle.automaton(grammar), rescorer)
 
 
 def _gate(result: Result, wave: torch.Tensor, sample_rate: int, settings: DecodeSettings) -> bool:

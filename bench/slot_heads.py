@@ -1,0 +1,86 @@
+"""One bundle with intent/slot heads, decoded grammar-constrained at several decode.slot_weight values.
+
+Usage:
+    python bench/slot_heads.py RECIPE [--set KEY=VALUE ...] [--model DIR] [--split test] [--weights 0,0.1,0.3,1] [--json]
+
+The same model and the same negative set at every weight (weight 0 = the constrained beam alone),
+so the figures isolate the heads' vote from what training with them did to the model. Per
+weight, twice: with the rejection thresholds chosen again on the valid split for that weight
+(seqx/decode/reject.py calibrate, as training does for the bundle's weight; test is never looked
+at to choose them), and with every rejection check off ("open": the ranking alone). Each gives
+sentence accuracy, command acceptance, false rejects, out-of-grammar and noise false accepts,
+per-slot accuracy and the real-time factor (`seqx evaluate`'s constrained figures; the free
+run, which the weight does not touch, is left out). A bundle without heads: weight 0 only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from seqx.decode.bundle import load_bundle  # noqa: E402
+from seqx.decode.evaluate import evaluate  # noqa: E402
+from seqx.decode.negatives import build_negatives  # noqa: E402
+from seqx.decode.reject import calibrate  # noqa: E402
+from seqx.decode.transcribe import Constraint  # noqa: E402
+from seqx.recipe import load_recipe  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("recipe", type=Path)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--model", type=Path, default=None, help="bundle (default: the recipe's)")
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--weights", default="0,0.1,0.3,1")
+    parser.add_argument("--oog", type=int, default=120)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+
+    recipe = load_recipe(args.recipe, args.set).for_device("cpu")
+    bundle = load_bundle(args.model or recipe.bundle_dir)
+    weights = [float(w) for w in args.weights.split(",")]
+    if bundle.heads is None and any(weights):
+        raise SystemExit(f"{args.model or recipe.bundle_dir}: this bundle has no intent/slot heads (--weights 0)")
+    grammar = bundle.grammar
+    folder = recipe.eval_dir / ("negatives" if args.split == "test" else f"negatives-{args.split}")
+    negatives = build_negatives(recipe, grammar, args.split, folder, n_oog=args.oog)
+    rows = []
+    for weight in weights:
+        bundle.decode = bundle.decode.merged(slot_weight=weight)  # what calibrate decodes valid with
+        found = calibrate(recipe, bundle, grammar)
+        checked = bundle.decode.merged(reject_margin=found.margin, reject_distance=found.distance)
+        opened = bundle.decode.merged(reject_margin=0.0, reject_distance=1.0, max_ctc_gap=0.0)
+        for mode, settings in (("calibrated", checked), ("open", opened)):
+            start = time.process_time()
+            report = evaluate(recipe, bundle, settings, args.split, tag=f"slot{weight:g}-{mode}",
+                              constraint=Constraint.of(bundle, settings), negatives=negatives, parser=grammar)
+            cpu = time.process_time() - start
+            c, n = report.commands, report.negatives
+            rows.append({
+                "slot_weight": weight, "rejection": mode, "reject_margin": settings.reject_margin,
+                "reject_distance": settings.reject_distance, "sentence_accuracy": report.overall.sentence_accuracy,
+                "wer": report.overall.wer, "acceptance": c.acceptance, "false_rejects": c.false_rejects,
+                "oog_false_accepts": n.oog_false_accepts, "noise_false_accepts": n.noise_false_accepts,
+                "slot_accuracy": c.slot_accuracy, "rtf": report.rtf, "cpu_seconds": cpu, "commands": c.commands,
+                "oog": n.oog, "noise": n.noise,
+            })  # fmt: skip
+            if not args.json:
+                r = rows[-1]
+                print(f"w={weight:g} {mode} (margin {r['reject_margin']}, distance {r['reject_distance']}): "
+                      f"sentence {100 * r['sentence_accuracy']:.2f}%, acceptance {100 * r['acceptance']:.2f}%, "
+                      f"FR {100 * r['false_rejects']:.2f}%, OOG FA {100 * r['oog_false_accepts']:.2f}%, "
+                      f"noise FA {100 * r['noise_false_accepts']:.2f}%, RTF {r['rtf']:.3f}, "
+                      f"slots {({k: round(100 * v, 1) for k, v in r['slot_accuracy'].items()})}", flush=True)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
