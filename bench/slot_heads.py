@@ -32,6 +32,38 @@ from seqx.decode.transcribe import Constraint  # noqa: E402
 from seqx.recipe import load_recipe  # noqa: E402
 
 
+def heads_alone(recipe, bundle, split: str) -> dict:  # noqa: ANN001
+    """What the heads say by themselves (each head's most likely class) against the grammar's parse
+    of each command's transcript: per slot key (and intent) the share right, and the share of
+    commands with every head right ("none" included for the slots the command does not use)."""
+    import torch
+
+    from seqx.data.manifest import read_manifest
+    from seqx.decode.transcribe import featurize
+    from seqx.featurize.audio import load_audio
+
+    layout, grammar = bundle.heads, bundle.grammar
+    right: dict[str, list[bool]] = {}
+    whole = []
+    for utt in read_manifest(recipe.data_dir / f"{split}.jsonl"):
+        want = grammar.parse(bundle.tokenizer.normalize(utt.text)) if utt.text else None
+        if want is None:
+            continue
+        feats = featurize(bundle, load_audio(utt.audio, bundle.sample_rate))[None]
+        with torch.inference_mode():
+            memory, lens = bundle.model.encode(feats, torch.tensor([feats.shape[1]]))
+            logprobs = bundle.model.slot_logprobs(memory, lens)[0].numpy()
+        said = layout.decode(logprobs)
+        right.setdefault("intent", []).append(said["intent"] == want.intent)
+        for key, value in want.slots.items():
+            right.setdefault(key, []).append(said.get(key) == value)
+        best = layout.offsets()[:-1] + [int(logprobs[a:b].argmax()) for a, b in zip(layout.offsets()[:-1], layout.offsets()[1:])]
+        whole.append(list(best - layout.offsets()[:-1]) == layout.classes(want))
+    return {"slot_weight": None, "rejection": "heads alone", "commands": len(whole),
+            "acceptance": sum(whole) / max(len(whole), 1),
+            "slot_accuracy": {k: sum(v) / len(v) for k, v in sorted(right.items())}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("recipe", type=Path)
@@ -52,6 +84,11 @@ def main() -> None:
     folder = recipe.eval_dir / ("negatives" if args.split == "test" else f"negatives-{args.split}")
     negatives = build_negatives(recipe, grammar, args.split, folder, n_oog=args.oog)
     rows = []
+    if bundle.heads is not None:
+        rows.append(heads_alone(recipe, bundle, args.split))
+        if not args.json:
+            print(f"heads alone: {({k: round(100 * v, 1) for k, v in rows[-1]['slot_accuracy'].items()})}, "
+                  f"all right {100 * rows[-1]['acceptance']:.2f}%", flush=True)
     for weight in weights:
         bundle.decode = bundle.decode.merged(slot_weight=weight)  # what calibrate decodes valid with
         found = calibrate(recipe, bundle, grammar)
