@@ -90,7 +90,8 @@ def main() -> None:
             print(f"heads alone: {({k: round(100 * v, 1) for k, v in rows[-1]['slot_accuracy'].items()})}, "
                   f"all right {100 * rows[-1]['acceptance']:.2f}%", flush=True)
     for weight in weights:
-        bundle.decode = bundle.decode.merged(slot_weight=weight)  # what calibrate decodes valid with
+        # what calibrate decodes valid with; both thresholds chosen again, as training does with `auto`
+        bundle.decode = bundle.decode.merged(slot_weight=weight, reject_distance="auto")
         found = calibrate(recipe, bundle, grammar)
         checked = bundle.decode.merged(reject_margin=found.margin, reject_distance=found.distance)
         opened = bundle.decode.merged(reject_margin=0.0, reject_distance=1.0, max_ctc_gap=0.0)
