@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from seqx.featurize.stage import run_featurize_stage  # noqa: E402
 from seqx.grammar.load import load_grammar  # noqa: E402
 from seqx.recipe import load_recipe, recipe_from_dict  # noqa: E402
+from seqx.workers import forkserver_cpu_seconds  # noqa: E402
 
 VOICES = ["en-us", "en-gb", "en-us+f3", "en-gb-scotland", "en-us+m3", "en-029"]
 
@@ -90,18 +91,6 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime + forkserver_cpu_seconds()
 
 
-def forkserver_cpu_seconds() -> float:
-    """The fork server's CPU time and its reaped children's (0 before it starts), from /proc."""
-    from multiprocessing import forkserver
-
-    pid = forkserver._forkserver._forkserver_pid  # noqa: SLF001 (no public way to find the server)
-    if pid is None:
-        return 0.0
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()  # fields 3.. of proc(5)
-    utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
-    return (utime + stime + cutime + cstime) / os.sysconf("SC_CLK_TCK")
-
-
 def time_stage(root: Path, files: list[tuple[Path, str]], kind: str, workers: int) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of one forced run of the whole stage."""
     frontend = "linear" if kind.startswith("speech_embedding") else "conv2d"  # 80 ms frames: no conv2d
@@ -146,19 +135,19 @@ def main() -> None:
     for name, files in sets.items():
         audio_s = sum(sf.info(str(p)).duration for p, _ in files)
         stage_audio_s = audio_s + 2 * sf.info(str(files[0][0])).duration  # valid and test hold one file each
-        runs: list[tuple[str, float, float, float]] = []  # what, audio seconds, wall, cpu
+        runs: list[tuple[str, float, int, float, float]] = []  # what, audio seconds, utterances, wall, cpu
         with tempfile.TemporaryDirectory() as tmp:
             for workers in args.workers:
                 wall, cpu = min(time_stage(Path(tmp), files, args.kind, workers) for _ in range(args.repeat))
                 what = f"{name}: seqx featurize ({args.kind}), {workers} worker{'s' if workers > 1 else ''}"
-                runs.append((what, stage_audio_s, wall, cpu))
+                runs.append((what, stage_audio_s, len(files) + 2, wall, cpu))
         wall, cpu = min(time_librosa(files) for _ in range(args.repeat))
-        runs.append((f"{name}: librosa.load + librosa.feature.mfcc loop", audio_s, wall, cpu))
+        runs.append((f"{name}: librosa.load + librosa.feature.mfcc loop", audio_s, len(files), wall, cpu))
         librosa_xrt = audio_s / wall
         rows += [
             {"what": what, "seconds": wall, "xrt": sec / wall, "vs_librosa": sec / wall / librosa_xrt,
-             "cpu_seconds": cpu, "xrt_per_cpu": sec / cpu}
-            for what, sec, wall, cpu in runs
+             "cpu_seconds": cpu, "xrt_per_cpu": sec / cpu, "utterances_per_s": n / wall}
+            for what, sec, n, wall, cpu in runs
         ]  # fmt: skip
     load = {"before": load_before, "after": os.getloadavg()[0], "cores": os.cpu_count()}
     result = {"files": len(native), "audio_seconds": audio_s, "load_average": load, "rows": rows}
@@ -168,10 +157,10 @@ def main() -> None:
     print(f"{len(native)} files, {audio_s:.0f} s of audio (espeak-ng at 22.05 kHz, resampled; and at 16 kHz), "
           f"best of {args.repeat}; "
           f"load average {load['before']:.1f} -> {load['after']:.1f} on {load['cores']} cores")  # fmt: skip
-    print(f"{'':52} {'wall s':>7} {'x real time':>12} {'vs librosa':>11} {'CPU s':>7} {'x RT per CPU':>13}")
+    print(f"{'':52} {'wall s':>7} {'x real time':>12} {'vs librosa':>11} {'CPU s':>7} {'x RT per CPU':>13} {'utt/s':>7}")
     for r in rows:
         figures = f"{r['seconds']:7.3f} {r['xrt']:12,.0f} {r['vs_librosa']:10.1f}x"
-        print(f"{r['what']:52} {figures} {r['cpu_seconds']:7.3f} {r['xrt_per_cpu']:13,.0f}")
+        print(f"{r['what']:52} {figures} {r['cpu_seconds']:7.3f} {r['xrt_per_cpu']:13,.0f} {r['utterances_per_s']:7,.1f}")
 
 
 if __name__ == "__main__":
