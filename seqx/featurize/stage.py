@@ -95,7 +95,11 @@ def featurize_stage_key(recipe: Recipe, utts: dict[str, list[Utterance]]) -> str
 
     Workers and SpecAugment do not change what is stored, so they are left out; the
     text normalization does (the index holds normalized transcripts), but not the rest of
-    the tokenizer: a new vocabulary size must not featurize the corpus again.
+    the tokenizer: a new vocabulary size must not featurize the corpus again. Nor does how the
+    speech embedding is run (over the whole utterance, or window by window without the `onnx`
+    package): both give the same numbers to the bit (tests/test_featurize_embedding.py; the
+    3,712 files of the cpu-profile corpus made a byte-identical store), so a store made either
+    way stays valid. A change that alters the numbers bumps STAGE_VERSION.
     """
     features = recipe.features.model_dump(exclude={"workers", "specaugment", "spec"})
     normalization = recipe.tokenizer.model_dump(include=set(NORMALIZATION))
