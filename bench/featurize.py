@@ -122,7 +122,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=300)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--kind", choices=["fbank", "mfcc", "speech_embedding", "speech_embedding+fbank"], default="fbank")
+    kinds = ["fbank", "mfcc", "speech_embedding", "speech_embedding+fbank"]
+    parser.add_argument("--kind", choices=kinds, default="fbank")
     parser.add_argument("--repeat", type=int, default=3, help="best of N runs per setting (the box is shared)")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "seqx-bench-featurize")
     parser.add_argument("--json", action="store_true")
@@ -157,10 +158,12 @@ def main() -> None:
     print(f"{len(native)} files, {audio_s:.0f} s of audio (espeak-ng at 22.05 kHz, resampled; and at 16 kHz), "
           f"best of {args.repeat}; "
           f"load average {load['before']:.1f} -> {load['after']:.1f} on {load['cores']} cores")  # fmt: skip
-    print(f"{'':52} {'wall s':>7} {'x real time':>12} {'vs librosa':>11} {'CPU s':>7} {'x RT per CPU':>13} {'utt/s':>7}")
+    heads = f"{'wall s':>7} {'x real time':>12} {'vs librosa':>11} {'CPU s':>7} {'x RT per CPU':>13} {'utt/s':>7}"
+    print(f"{'':52} {heads}")
     for r in rows:
         figures = f"{r['seconds']:7.3f} {r['xrt']:12,.0f} {r['vs_librosa']:10.1f}x"
-        print(f"{r['what']:52} {figures} {r['cpu_seconds']:7.3f} {r['xrt_per_cpu']:13,.0f} {r['utterances_per_s']:7,.1f}")
+        per_cpu = f"{r['cpu_seconds']:7.3f} {r['xrt_per_cpu']:13,.0f} {r['utterances_per_s']:7,.1f}"
+        print(f"{r['what']:52} {figures} {per_cpu}")
 
 
 if __name__ == "__main__":

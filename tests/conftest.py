@@ -42,7 +42,8 @@ def threaded_process() -> Iterator[None]:
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = 2
-    session = ort.InferenceSession(str(model_dir() / "melspectrogram.onnx"), options, providers=["CPUExecutionProvider"])
+    graph = str(model_dir() / "melspectrogram.onnx")
+    session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
     session.run(None, {"input": np.zeros((1, 16000), np.float32)})
     threads = torch.get_num_threads()
     torch.set_num_threads(2)
