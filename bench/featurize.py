@@ -4,6 +4,7 @@ Usage:
     .venv/bin/python bench/featurize.py                  # 300 espeak-ng commands, 1 and 2 workers
     .venv/bin/python bench/featurize.py --files 1000 --workers 1 2 4 --json
     .venv/bin/python bench/featurize.py --kind mfcc      # MFCC instead of log-Mel
+    .venv/bin/python bench/featurize.py --kind speech_embedding   # openwakeword's embedding (the default recipe's)
 
 The audio is real speech made by espeak-ng, made once and reused from --cache,
 in two copies: as espeak-ng writes it (22.05 kHz, so the stage resamples every
@@ -38,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from seqx.featurize.stage import run_featurize_stage  # noqa: E402
 from seqx.grammar.load import load_grammar  # noqa: E402
 from seqx.recipe import load_recipe, recipe_from_dict  # noqa: E402
+from seqx.workers import forkserver_cpu_seconds  # noqa: E402
 
 VOICES = ["en-us", "en-gb", "en-us+f3", "en-gb-scotland", "en-us+m3", "en-029"]
 
@@ -83,14 +85,19 @@ def write_manifests(data_dir: Path, files: list[tuple[Path, str]]) -> None:
 
 
 def cpu_seconds() -> float:
-    """CPU time of this process and of its reaped children (the pool's workers): what contention cannot inflate."""
+    """CPU time of this process, of its reaped children and of the fork server's (seqx.workers:
+    the pool's workers are its children, not ours): what contention cannot inflate."""
     own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime + forkserver_cpu_seconds()
 
 
 def time_stage(root: Path, files: list[tuple[Path, str]], kind: str, workers: int) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of one forced run of the whole stage."""
-    recipe = recipe_from_dict({"name": "bench", "exp_dir": str(root), "features": {"kind": kind, "workers": workers}})
+    frontend = "linear" if kind.startswith("speech_embedding") else "conv2d"  # 80 ms frames: no conv2d
+    recipe = recipe_from_dict(
+        {"name": "bench", "exp_dir": str(root), "features": {"kind": kind, "workers": workers},
+         "model": {"frontend": frontend}}
+    )  # fmt: skip
     write_manifests(recipe.data_dir, files)
     start, cpu = time.perf_counter(), cpu_seconds()
     run_featurize_stage(recipe, force=True)
@@ -115,7 +122,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=300)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--kind", choices=["fbank", "mfcc"], default="fbank")
+    kinds = ["fbank", "mfcc", "speech_embedding", "speech_embedding+fbank"]
+    parser.add_argument("--kind", choices=kinds, default="fbank")
     parser.add_argument("--repeat", type=int, default=3, help="best of N runs per setting (the box is shared)")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "seqx-bench-featurize")
     parser.add_argument("--json", action="store_true")
@@ -128,19 +136,19 @@ def main() -> None:
     for name, files in sets.items():
         audio_s = sum(sf.info(str(p)).duration for p, _ in files)
         stage_audio_s = audio_s + 2 * sf.info(str(files[0][0])).duration  # valid and test hold one file each
-        runs: list[tuple[str, float, float, float]] = []  # what, audio seconds, wall, cpu
+        runs: list[tuple[str, float, int, float, float]] = []  # what, audio seconds, utterances, wall, cpu
         with tempfile.TemporaryDirectory() as tmp:
             for workers in args.workers:
                 wall, cpu = min(time_stage(Path(tmp), files, args.kind, workers) for _ in range(args.repeat))
                 what = f"{name}: seqx featurize ({args.kind}), {workers} worker{'s' if workers > 1 else ''}"
-                runs.append((what, stage_audio_s, wall, cpu))
+                runs.append((what, stage_audio_s, len(files) + 2, wall, cpu))
         wall, cpu = min(time_librosa(files) for _ in range(args.repeat))
-        runs.append((f"{name}: librosa.load + librosa.feature.mfcc loop", audio_s, wall, cpu))
+        runs.append((f"{name}: librosa.load + librosa.feature.mfcc loop", audio_s, len(files), wall, cpu))
         librosa_xrt = audio_s / wall
         rows += [
             {"what": what, "seconds": wall, "xrt": sec / wall, "vs_librosa": sec / wall / librosa_xrt,
-             "cpu_seconds": cpu, "xrt_per_cpu": sec / cpu}
-            for what, sec, wall, cpu in runs
+             "cpu_seconds": cpu, "xrt_per_cpu": sec / cpu, "utterances_per_s": n / wall}
+            for what, sec, n, wall, cpu in runs
         ]  # fmt: skip
     load = {"before": load_before, "after": os.getloadavg()[0], "cores": os.cpu_count()}
     result = {"files": len(native), "audio_seconds": audio_s, "load_average": load, "rows": rows}
@@ -150,10 +158,12 @@ def main() -> None:
     print(f"{len(native)} files, {audio_s:.0f} s of audio (espeak-ng at 22.05 kHz, resampled; and at 16 kHz), "
           f"best of {args.repeat}; "
           f"load average {load['before']:.1f} -> {load['after']:.1f} on {load['cores']} cores")  # fmt: skip
-    print(f"{'':52} {'wall s':>7} {'x real time':>12} {'vs librosa':>11} {'CPU s':>7} {'x RT per CPU':>13}")
+    heads = f"{'wall s':>7} {'x real time':>12} {'vs librosa':>11} {'CPU s':>7} {'x RT per CPU':>13} {'utt/s':>7}"
+    print(f"{'':52} {heads}")
     for r in rows:
         figures = f"{r['seconds']:7.3f} {r['xrt']:12,.0f} {r['vs_librosa']:10.1f}x"
-        print(f"{r['what']:52} {figures} {r['cpu_seconds']:7.3f} {r['xrt_per_cpu']:13,.0f}")
+        per_cpu = f"{r['cpu_seconds']:7.3f} {r['xrt_per_cpu']:13,.0f} {r['utterances_per_s']:7,.1f}"
+        print(f"{r['what']:52} {figures} {per_cpu}")
 
 
 if __name__ == "__main__":

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,33 @@ def espeak_wav() -> Callable[..., Path]:
         return path
 
     return make
+
+
+@pytest.fixture
+def threaded_process() -> Iterator[None]:
+    """Leave this process as the runtime tests leave pytest's: onnxruntime sessions with their own
+    thread pools, torch's intra-op pool used, and a Python thread running. Forking a worker from
+    such a process can hang it on a copied lock (seqx.workers); the stages must not."""
+    import numpy as np
+    import onnxruntime as ort
+    import torch
+
+    from seqx.featurize.embedding import model_dir
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 2
+    graph = str(model_dir() / "melspectrogram.onnx")
+    session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+    session.run(None, {"input": np.zeros((1, 16000), np.float32)})
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    torch.randn(256, 256) @ torch.randn(256, 256)
+    torch.set_num_threads(threads)
+    stop = threading.Event()
+    threading.Thread(target=stop.wait, daemon=True).start()
+    assert len(os.listdir("/proc/self/task")) > 2
+    yield
+    stop.set()
 
 
 def enumerate_sentences(grammar) -> set[str]:  # noqa: ANN001

@@ -181,6 +181,8 @@ def test_cli_transcribe_json_and_exit_code(trained: tuple[Recipe, Bundle], tmp_p
                            capture_output=True, text=True, timeout=300, check=False)
     assert entry.returncode == 1, entry.stderr
     assert good.text in entry.stdout
+    path, said = entry.stdout.splitlines()[0].split("\t")  # several files: PATH<tab>RESULT, a tab to split on
+    assert path == good.audio and said.startswith(good.text)
     missing = runner.invoke(app, ["transcribe", good.audio, "--model", str(tmp_path)])
     assert isinstance(missing.exception, SeqxError)  # main() turns it into one red line, exit 1
     assert "no trained model bundle" in str(missing.exception)

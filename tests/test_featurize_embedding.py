@@ -50,6 +50,49 @@ def test_shape_and_frame_rate(waves: list[torch.Tensor]) -> None:
     assert SpeechEmbedding(pad_ms=680)(waves[1].numpy()[:8000]).shape[0] >= 10
 
 
+def test_whole_utterance_graph_equals_window_by_window(waves: list[torch.Tensor]) -> None:
+    """The featurizer runs the embedding once over the utterance; openwakeword's one run per 76-frame
+    window (`windowed`, the reference) gives the same numbers to the bit, also when a long input
+    is cut into parts of `max_windows` windows."""
+    pytest.importorskip("onnx")  # what makes the whole-utterance graph
+    assert embedding._graphs()[2] is not None  # the whole-utterance graph is what runs here
+    for wave in waves:
+        want = SpeechEmbedding().windowed(wave.numpy())
+        np.testing.assert_array_equal(SpeechEmbedding()(wave.numpy()), want)
+        np.testing.assert_array_equal(SpeechEmbedding(max_windows=5)(wave.numpy()), want)
+    features = FeatureExtractor(FeatureSettings(kind="speech_embedding"), 16000)(waves[0]).numpy()
+    np.testing.assert_array_equal(features, SpeechEmbedding().windowed(waves[0].numpy()))
+
+
+def test_whole_utterance_graph_is_made_once_per_user_and_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    onnx = pytest.importorskip("onnx")
+    from seqx.featurize.embedding_graph import REWRITE_VERSION, check_stream_model, stream_model_path
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    source = tmp_path / "embedding_model.onnx"
+    shutil.copyfile(embedding.model_dir() / "embedding_model.onnx", source)
+    made = stream_model_path(source)
+    assert made is not None and made.parent == tmp_path / "cache" / "seqx"
+    assert f"openwakeword-{embedding.model_version()}-" in made.name and made.name.endswith(f"-r{REWRITE_VERSION}.onnx")
+    assert check_stream_model(source, made) == 0.0
+    stamp = made.stat().st_mtime_ns
+    assert stream_model_path(source) == made and made.stat().st_mtime_ns == stamp  # found, not made again
+    assert [p.name for p in made.parent.iterdir()] == [made.name]  # no temporary file left
+    # another graph (another package version would ship one) is another file
+    model = onnx.load(str(source))
+    model.doc_string = "another build"  # another digest, the same layers
+    other = tmp_path / "other.onnx"
+    onnx.save(model, str(other))
+    assert stream_model_path(other) not in (None, made)
+    # a cache that cannot be written: None, and the featurizer runs window by window
+    monkeypatch.setenv("XDG_CACHE_HOME", str(source))  # a file, not a folder
+    assert stream_model_path(source) is None
+
+
 def test_batched_equals_one_at_a_time(waves: list[torch.Tensor]) -> None:
     emb = SpeechEmbedding(max_windows=7)  # several embedding-model calls per batch too
     batch = emb.batch([w.numpy() for w in waves])
@@ -84,11 +127,13 @@ def test_recipe_rejects_conv2d_on_80ms_frames() -> None:
     assert recipe.features.n_feats == 96 + 80 and recipe.features.frame_ms == 80
 
 
+@pytest.mark.timeout(180)  # a worker deadlocked on a lock copied from this process would hang here
+@pytest.mark.usefixtures("threaded_process")
 def test_featurize_stage_with_speech_embedding(tmp_path: Path, waves: list[torch.Tensor]) -> None:
     import soundfile as sf
 
     from seqx.featurize.stage import run_featurize_stage
-    from seqx.featurize.store import FeatureStore
+    from seqx.featurize.store import FeatureStore, to_float16
 
     rows = {"train": [], "valid": [], "test": []}
     texts = ["set the volume to twenty five", "stop", "scroll down"]
@@ -108,13 +153,13 @@ def test_featurize_stage_with_speech_embedding(tmp_path: Path, waves: list[torch
     recipe.data_dir.mkdir(parents=True)
     for split, r in rows.items():
         (recipe.data_dir / f"{split}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in r))
-    # the parent has sessions already: the forked workers must make their own
+    # this process runs sessions and threads already (threaded_process): workers must not be its forks
     FeatureExtractor(recipe.features, 16000)(waves[0])
     report = run_featurize_stage(recipe)
     assert report.n_feats == 96 and not report.skipped
     store = FeatureStore(recipe.feats_dir / "train")
     want = FeatureExtractor(recipe.features, 16000)(load_audio(rows["train"][0]["audio"], 16000)).numpy()
-    np.testing.assert_allclose(store[0].astype(np.float32), want, atol=2e-2, rtol=2e-3)  # float16 store
+    np.testing.assert_array_equal(store[0], to_float16(want))  # a worker's features are this process's
     assert len(Cmvn.load(recipe.feats_dir / "cmvn.json").mean) == 96
 
 

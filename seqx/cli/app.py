@@ -76,6 +76,23 @@ def _command(argv: list[str]) -> str | None:
 
 
 def main() -> None:
+    try:
+        _main()
+    except SystemExit as done:
+        _end_distributed(done.code)
+        raise
+    _end_distributed(0)
+
+
+def _end_distributed(code: int | str | None) -> None:
+    """A torchrun worker that joined a process group ends without the interpreter's teardown
+    (seqx.train.distributed.end_process says why); any other run exits as usual."""
+    distributed = sys.modules.get("seqx.train.distributed")
+    if distributed is not None and distributed.joined():
+        distributed.end_process(code)
+
+
+def _main() -> None:
     fast = _exported_transcribe(sys.argv[1:])
     if fast is not None:
         sys.exit(fast)

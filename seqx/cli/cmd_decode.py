@@ -138,13 +138,15 @@ def transcribe(
             if result.error:
                 print_error(f"{result.path}: {result.error}")
                 continue
+            # plain print, as `python -m seqx.runtime` does: rich would expand the tabs scripts split on
+            # and read a transcript's "[...]" as markup
             line = result_line(result)
             if len(paths) == 1 and (nbest or 1) == 1:
-                out.print(line, highlight=False)
+                print(line, flush=True)
             else:
-                out.print(f"{result.path}\t{line}", highlight=False)
+                print(f"{result.path}\t{line}", flush=True)
                 for alt in result.nbest[1:]:
-                    out.print(f"  {alt['score']:.3f}\t{alt['text']}", highlight=False)
+                    print(f"  {alt['score']:.3f}\t{alt['text']}", flush=True)
     if any(r.error for r in results):
         raise typer.Exit(1)
 

@@ -17,7 +17,6 @@ import subprocess
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +33,7 @@ from seqx.grammar.load import grammar_from_settings
 from seqx.grammar.model import Grammar
 from seqx.recipe import DataSettings, SynthSettings, Voice
 from seqx.report import Reporter
+from seqx.workers import worker_pool
 
 SPLITS = ("train", "valid", "test")
 HELDOUT_SHARE_IN_EVAL = 0.3  # of valid/test utterances that say a command never heard in training
@@ -440,7 +440,7 @@ def synthesize(
     skipped: list[tuple[str, str]] = []
     by_id = {p.id: (p, path) for p, _, path in jobs}
     task = reporter.task("synthesize", total=len(jobs), unit="utt")
-    with get_context("fork").Pool(workers) as pool:
+    with worker_pool(workers) as pool:
         for utt_id, duration, problem in pool.imap(_render_to_file, jobs, chunksize=8):
             plan, path = by_id[utt_id]
             if not problem and duration > settings.max_duration:

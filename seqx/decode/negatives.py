@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass
-from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +34,7 @@ from seqx.grammar.model import Grammar
 from seqx.recipe import Recipe
 from seqx.report import Collect, Reporter
 from seqx.stage import atomic_write_text, fingerprint, is_fresh, mark_done
+from seqx.workers import worker_pool
 
 NOISE_LEVELS = (0.01, 0.1, 0.3)  # RMS (white: std) of the noise-only clips, full scale 1.0
 NOISE_SECONDS = 2.0
@@ -140,7 +140,7 @@ def build_negatives(
     task = reporter.task(f"negatives ({split})", total=len(jobs), unit="utt")
     negatives = []
     workers = min(len(jobs), recipe.data.workers or os.cpu_count() or 1)
-    with get_context("fork").Pool(max(workers, 1)) as pool:
+    with worker_pool(max(workers, 1)) as pool:
         for (plan, _, path, kind), problem in zip(jobs, pool.imap(_render, jobs, chunksize=4), strict=True):
             if problem:
                 reporter.warn(f"{plan.id} ({voice_name(plan.voice)}): {problem}")

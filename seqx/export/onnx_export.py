@@ -7,7 +7,7 @@
     tokenizer.model  the sentencepiece model
     melspectrogram.onnx    (features.kind speech_embedding[+fbank]) openwakeword's mel graph, copied
     embedding_stream.onnx  openwakeword's embedding graph rewired to run once over a whole
-                     utterance (seqx/export/embedding.py), checked against the window-by-window one;
+                     utterance (seqx/featurize/embedding_graph.py), checked against the window-by-window one;
                      the openwakeword version is the config's feature_model: the folder is all a
                      device needs
     silero_vad.onnx  openwakeword's Silero VAD, when installed (for the runtime's no-speech gate)
@@ -136,8 +136,8 @@ def _copy_assets(bundle: Bundle, out: Path) -> list[str]:
     """Put the feature graphs (speech embedding) and the Silero VAD next to the model graphs, so the
     runtime needs no openwakeword package; the names written. Copies an earlier export of another
     kind of model left there are removed."""
-    from seqx.export.embedding import check_stream_model, write_stream_model
     from seqx.featurize import embedding
+    from seqx.featurize.embedding_graph import check_stream_model, write_stream_model
     from seqx.listen.vad import silero_model_path
     from seqx.runtime.embedding import MEL_MODEL, STREAM_MODEL, WINDOW_MODEL
 

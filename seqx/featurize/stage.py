@@ -1,6 +1,6 @@
 """`seqx featurize`: features for every split into the store, CMVN from train, cached.
 
-Workers (forked processes, one torch thread each) read and featurize; the parent
+Workers (processes from seqx.workers' fork server, one torch thread each) read and featurize; the parent
 writes the store in manifest order, so the output does not depend on
 scheduling. A file that cannot be read is skipped and reported; the split goes on.
 With one worker everything runs in this process: no pool to start, no frames
@@ -14,7 +14,6 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +26,6 @@ from seqx.errors import AudioError
 from seqx.faults import fault_point
 from seqx.featurize.audio import load_audio
 from seqx.featurize.cmvn import CmvnAccumulator
-from seqx.featurize.embedding import reset_sessions
 from seqx.featurize.features import FeatureExtractor
 from seqx.featurize.store import FeatureStoreWriter, check_feats, to_float16
 from seqx.lock import stage_lock
@@ -35,6 +33,7 @@ from seqx.recipe import FeatureSettings, Recipe
 from seqx.report import Collect, Reporter
 from seqx.stage import STAMP_NAME, atomic_write_text, fingerprint, is_fresh, mark_done
 from seqx.tokenize.text import NORMALIZATION, normalize_text
+from seqx.workers import worker_pool
 
 STAGE_VERSION = 2  # bump when the store's content changes for the same settings
 SUMMARY = "summary.json"
@@ -72,7 +71,6 @@ class FeaturizeReport:
 def _init_worker(settings: FeatureSettings, sample_rate: int) -> None:
     global _extractor, _sample_rate
     torch.set_num_threads(1)  # processes are the parallelism; threads inside them would fight
-    reset_sessions()  # onnxruntime sessions inherited through fork are not safe to use: make new ones
     _extractor, _sample_rate = FeatureExtractor(settings, sample_rate), sample_rate
 
 
@@ -97,7 +95,11 @@ def featurize_stage_key(recipe: Recipe, utts: dict[str, list[Utterance]]) -> str
 
     Workers and SpecAugment do not change what is stored, so they are left out; the
     text normalization does (the index holds normalized transcripts), but not the rest of
-    the tokenizer: a new vocabulary size must not featurize the corpus again.
+    the tokenizer: a new vocabulary size must not featurize the corpus again. Nor does how the
+    speech embedding is run (over the whole utterance, or window by window without the `onnx`
+    package): both give the same numbers to the bit (tests/test_featurize_embedding.py; the
+    3,712 files of the cpu-profile corpus made a byte-identical store), so a store made either
+    way stays valid. A change that alters the numbers bumps STAGE_VERSION.
     """
     features = recipe.features.model_dump(exclude={"workers", "specaugment", "spec"})
     normalization = recipe.tokenizer.model_dump(include=set(NORMALIZATION))
@@ -195,8 +197,8 @@ class _Featurizer:
         if self.workers <= 1:
             _init_worker(*self.args)  # one thread here too: tiny FFTs lose time to thread hand-offs
             return lambda paths: (_featurize_one(p) for p in paths)
-        # fork: torch is already imported here, so a worker starts in milliseconds, not seconds
-        self.pool = get_context("fork").Pool(self.workers, initializer=_init_worker, initargs=self.args)
+        # not forked from here: this process may already run onnxruntime or OpenMP threads (seqx.workers)
+        self.pool = worker_pool(self.workers, initializer=_init_worker, initargs=self.args)
         return lambda paths: self.pool.imap(_featurize_one, paths, chunksize=CHUNK)
 
     def __exit__(self, *exc: object) -> None:

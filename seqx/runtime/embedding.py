@@ -3,7 +3,7 @@ melspectrogram.onnx and embedding model run with onnxruntime, as seqx.featurize.
 same constants and the same padding; that module is torch-free too, and this one follows it).
 
 An export folder holds melspectrogram.onnx and embedding_stream.onnx (`seqx export` writes them:
-seqx/export/embedding.py), the embedding graph rewired to run once over the whole mel sequence
+seqx/featurize/embedding_graph.py), the embedding graph rewired to run once over the whole mel sequence
 instead of once per 76-frame window: the same numbers (checked at export, equal to the bit on real
 speech) for 1/8 of the CPU (40 -> 5 ms on a 2 s command). A folder exported before that has
 neither; then the installed openwakeword package's graphs run, window by window in one batch.

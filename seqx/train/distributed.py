@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import sys
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -36,7 +38,12 @@ def init_distributed(device_kind: str) -> DistInfo:
         if device_kind == "cuda":
             torch.cuda.set_device(info.local_rank)
         dist.init_process_group(backend=backend)
+    global _joined
+    _joined = True
     return info
+
+
+_joined = False  # this process joined a process group (see end_process)
 
 
 PREPARE_TIMEOUT = timedelta(hours=12)  # rank 0 may synthesize and featurize a whole corpus meanwhile
@@ -62,3 +69,27 @@ def wait_for_rank0(info: DistInfo) -> None:
 def cleanup(info: DistInfo) -> None:
     if info.enabled and dist.is_initialized():
         dist.destroy_process_group()
+
+
+def joined() -> bool:
+    return _joined
+
+
+def end_process(code: int | str | None) -> None:
+    """End a torchrun worker now, skipping the interpreter's teardown.
+
+    Gloo's process group outlives `destroy_process_group` (its handle is still alive after it
+    and a gc.collect(), torch 2.11) and is destroyed during interpreter finalization, where it
+    can abort the process
+    ("terminate called without an active exception", SIGABRT) after the run has succeeded:
+    torchrun then reports the whole run failed (seen once in CI on the two-rank gloo test;
+    pytorch/pytorch#179291 describes the same teardown). Everything seqx must finish is
+    finished by then: the atexit handlers run here, the output is flushed, then os._exit.
+    """
+    if isinstance(code, str):
+        print(code, file=sys.stderr)
+        code = 1
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(code or 0)

@@ -1,7 +1,7 @@
 """The speech embedding as one convolution over a whole utterance: `embedding_stream.onnx`.
 
 openwakeword's embedding_model.onnx maps one window of 76 mel frames (N, 76, 32, 1) to a 96-d
-vector, and the runtime slides it every 8 frames: neighbouring windows share 68 of their 76
+vector, and openwakeword slides it every 8 frames: neighbouring windows share 68 of their 76
 frames, so ~9/10 of its convolutions are computed again and again. Its layers allow running it
 once over the whole mel sequence instead: every convolution is `valid` along time (the padding
 is along the 32 mel bands only), and the three poolings that stride along time (2x2) make a
@@ -10,24 +10,34 @@ total time stride of 8, the windows' stride. Over (1, F, 32, 1) the same layers 
 
 The rewrite only replaces the graph's first node (a Reshape to (N, 1, 76, 32), fixed at 76
 frames) and its last (a Reshape of (N, 96, 1, 1) to (N, 1, 1, 96)) by Transposes that allow any
-length; weights and every other node are openwakeword's. `seqx export` checks the result against
-the window-by-window model on a random mel sequence (measured: equal to the bit, 8x less CPU on
-a 2 s command).
+length; weights and every other node are openwakeword's. Measured: equal to the bit, 8x less
+CPU on a 2 s command (docs/benchmarks.md, "2026-11-25: featurizer speed (issue #17)").
+
+Two users, one rewrite (this module): `seqx export` writes the graph into the export folder (the
+runtime needs no openwakeword package), and the torch featurizer (seqx.featurize.embedding) runs
+it from a per-user cache, made once from the installed package's graph (`stream_model_path`).
+Rewriting needs the `onnx` package; running the result needs only onnxruntime.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from seqx.errors import SeqxError
-from seqx.featurize.embedding import DIM, STRIDE, WINDOW, SpeechEmbedding
+from seqx.errors import DiskFullError, SeqxError
+from seqx.featurize.embedding import DIM, STRIDE, WINDOW, SpeechEmbedding, model_version
 from seqx.featurize.embedding import MEL_BANDS as BANDS
+from seqx.stage import atomic_write
+
+REWRITE_VERSION = 1  # bump when stream_model changes: a cached graph of another version is not used
 
 
-def write_stream_model(source: Path, out: Path) -> None:
-    """embedding_model.onnx (one window a row) -> the same layers over a whole utterance, at `out`."""
+def stream_model(source: Path) -> Any:
+    """embedding_model.onnx (one window a row) -> the same layers over a whole utterance (an onnx.ModelProto)."""
     import onnx
     from onnx import TensorProto, helper
 
@@ -35,7 +45,7 @@ def write_stream_model(source: Path, out: Path) -> None:
     graph = model.graph
     first, last = graph.node[0], graph.node[-1]
     if first.op_type != "Reshape" or last.op_type != "Reshape" or len(graph.input) != 1:
-        raise SeqxError(f"{source}: not the speech-embedding graph this export knows (openwakeword 0.5.1's)")
+        raise SeqxError(f"{source}: not the speech-embedding graph this rewrite knows (openwakeword 0.5.1's)")
     nodes = list(graph.node)
     # (1, F, 32, 1) -> (1, 1, F, 32): what the Reshape did to each 76-frame window
     nodes[0] = helper.make_node("Transpose", [first.input[0]], [first.output[0]], name="stream_in", perm=[0, 3, 1, 2])
@@ -52,7 +62,14 @@ def write_stream_model(source: Path, out: Path) -> None:
     graph.input.append(helper.make_tensor_value_info(name_in, TensorProto.FLOAT, [1, "frames", BANDS, 1]))
     graph.output.append(helper.make_tensor_value_info(name_out, TensorProto.FLOAT, [1, "windows", 1, DIM]))
     onnx.checker.check_model(model)
-    onnx.save(model, str(out))
+    return model
+
+
+def write_stream_model(source: Path, out: Path) -> None:
+    """`stream_model(source)` saved at `out`."""
+    import onnx
+
+    onnx.save(stream_model(source), str(out))
 
 
 def check_stream_model(source: Path, stream: Path, frames: int = 76 + 8 * 20 + 5) -> float:
@@ -70,8 +87,37 @@ def check_stream_model(source: Path, stream: Path, frames: int = 76 + 8 * 20 + 5
     used = mel[: WINDOW + STRIDE * (n - 1)]  # the frames the windows cover (a short tail makes none)
     got = whole.run(None, {whole.get_inputs()[0].name: used[None, :, :, None]})[0].reshape(-1, DIM)
     if got.shape != want.shape:
-        raise SeqxError(f"export: {stream.name} gives {got.shape[0]} embeddings for {n} windows")
+        raise SeqxError(f"{stream.name} gives {got.shape[0]} embeddings for {n} windows")
     diff = float(np.abs(got - want).max())
     if diff > 1e-4:
-        raise SeqxError(f"export: {stream.name} differs from the window-by-window embedding by {diff:.2g}")
+        raise SeqxError(f"{stream.name} differs from the window-by-window embedding by {diff:.2g}")
     return diff
+
+
+def cache_dir() -> Path:
+    """Where made graphs are kept: $XDG_CACHE_HOME/seqx (~/.cache/seqx)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "seqx"
+
+
+def stream_model_path(source: Path) -> Path | None:
+    """The whole-utterance graph of `source` (the installed package's embedding_model.onnx), made and
+    checked once per user and kept in `cache_dir()` under a name holding the openwakeword version,
+    the source's SHA-256 and REWRITE_VERSION, so that another package or rewrite never uses it.
+    None when it cannot be made here (no `onnx` package, a cache folder that cannot be written):
+    the caller then runs the window-by-window graph, which gives the same numbers, slower."""
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]  # ~2 ms: the graph is 1.3 MB
+    path = cache_dir() / f"embedding_stream-openwakeword-{model_version()}-{digest}-r{REWRITE_VERSION}.onnx"
+    if path.is_file():
+        return path
+    try:
+        import onnx
+    except ImportError:
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(path) as tmp:  # several workers may make it at once: each renames a whole file
+            onnx.save(stream_model(source), str(tmp))
+            check_stream_model(source, tmp)  # a graph that differs is never kept
+    except (OSError, DiskFullError):
+        return None
+    return path
