@@ -2,7 +2,8 @@
 
 Usage:
     python bench/human.py [--sets cards,goforward,alsa] [--kind speech_embedding|fbank|...]
-                          [--epochs N] [--size N] [--exp-dir /tmp/seqx-human] [--set KEY=VALUE] [--slot-weights W,...] [--json]
+                          [--epochs N] [--size N] [--exp-dir /tmp/seqx-human] [--set KEY=VALUE]
+                          [--slot-weights W,...] [--json]
 
 For each set a recipe is built from recipes/commands.yaml (the cpu profile's model size on a
 CPU) with the set's grammar (Debian's JSGF file itself where it ships one), a corpus is synthesized

@@ -1,7 +1,8 @@
 """One bundle with intent/slot heads, decoded grammar-constrained at several decode.slot_weight values.
 
 Usage:
-    python bench/slot_heads.py RECIPE [--set KEY=VALUE ...] [--model DIR] [--split test] [--weights 0,0.1,0.3,1] [--json]
+    python bench/slot_heads.py RECIPE [--set KEY=VALUE ...] [--model DIR] [--split test]
+                               [--weights 0,0.1,0.3,1] [--json]
 
 The same model and the same negative set at every weight (weight 0 = the constrained beam alone),
 so the figures isolate the heads' vote from what training with them did to the model. Per
@@ -57,8 +58,9 @@ def heads_alone(recipe, bundle, split: str) -> dict:  # noqa: ANN001
         right.setdefault("intent", []).append(said["intent"] == want.intent)
         for key, value in want.slots.items():
             right.setdefault(key, []).append(said.get(key) == value)
-        best = layout.offsets()[:-1] + [int(logprobs[a:b].argmax()) for a, b in zip(layout.offsets()[:-1], layout.offsets()[1:])]
-        whole.append(list(best - layout.offsets()[:-1]) == layout.classes(want))
+        ends = layout.offsets()
+        best = [int(logprobs[a:b].argmax()) for a, b in zip(ends[:-1], ends[1:])]  # each head's class
+        whole.append(best == layout.classes(want))
     return {"slot_weight": None, "rejection": "heads alone", "commands": len(whole),
             "acceptance": sum(whole) / max(len(whole), 1),
             "slot_accuracy": {k: sum(v) / len(v) for k, v in sorted(right.items())}}

@@ -181,5 +181,6 @@ def test_a_slot_used_twice_has_two_heads_and_shared_outputs_one_class() -> None:
     layout = HeadLayout.from_grammar(grammar)
     assert layout.names == ("intent", "card", "card_2", "dir") and layout.sizes == (3, 3, 3, 3)
     assert layout.classes(grammar.parse("deal king and ace")) == [1, 2, 1, 0]
-    assert layout.classes(grammar.parse("turn higher the volume")) == layout.classes(grammar.parse("turn up the volume"))
+    higher, up = grammar.parse("turn higher the volume"), grammar.parse("turn up the volume")
+    assert layout.classes(higher) == layout.classes(up)
     assert layout.classes(None) == [0, 0, 0, 0] and layout.labels(None) == [IGNORE] * 4

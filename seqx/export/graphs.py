@@ -65,7 +65,8 @@ class EncoderGraph(nn.Module):
             ks.append(attn._split(attn.key(memory)))  # (B, H, S, dh)
             vs.append(attn._split(attn.value(memory)))
         outputs = (memory, mem_lens, ctc, torch.stack(ks), torch.stack(vs))
-        if self.model.slot_heads is not None:  # one more output only where there are heads: old exports stay as they were
+        # one more output only where there are heads: exports of other models stay as they were
+        if self.model.slot_heads is not None:
             outputs += (self.model.slot_logprobs(memory, mem_lens),)
         return outputs
 

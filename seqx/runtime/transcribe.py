@@ -27,8 +27,9 @@ SETTINGS = (
     "min_confidence", "max_ctc_gap", "silence_dbfs", "grammar", "reject_margin", "free_beam", "reject_distance",
     "vad_threshold", "slot_weight",
 )  # fmt: skip
+# an export's config from before a setting existed
 DEFAULTS = {"grammar": "recipe", "reject_margin": "auto", "free_beam": 0, "reject_distance": "auto",
-            "vad_threshold": 0.0, "max_segment_s": 20.0, "slot_weight": 0.0}  # an export's config from before a setting existed
+            "vad_threshold": 0.0, "max_segment_s": 20.0, "slot_weight": 0.0}
 
 
 def settings_for(model: ExportedModel, **options: Any) -> dict[str, Any]:
