@@ -45,6 +45,7 @@ DIM = 96
 FRAME_SECONDS = STRIDE * MEL_HOP / SAMPLE_RATE  # 0.08
 MEL_FFT = 512  # melspectrogram.onnx gives (samples - 512) // 160 + 1 frames (16,000 samples -> 97)
 MIN_SAMPLES = (WINDOW - 1) * MEL_HOP + MEL_FFT  # 12,512 samples: the shortest input that makes one window
+MAX_WINDOWS = 512  # embeddings per graph run (41 s): bounds the memory a long file takes
 
 
 def model_version() -> str:
@@ -91,6 +92,32 @@ def _session(path: Path, threads: int) -> Any:
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
+
+def scaled_mel(mel_session: Any, wave: np.ndarray, pad: int) -> np.ndarray:
+    """(T,) float [-1, 1] -> (mel frames, 32) with `pad` samples of silence each side (at least
+    MIN_SAMPLES in all), run through melspectrogram.onnx and scaled as openwakeword does. The one
+    copy for the featurizer and the runtime (seqx.runtime.embedding), each with its own session."""
+    padded = np.pad(wave.astype(np.float32) * INT16_SCALE, (pad, pad))
+    if padded.size < MIN_SAMPLES:  # too short for one window even padded: pad the end
+        padded = np.pad(padded, (0, MIN_SAMPLES - padded.size))
+    out = mel_session.run(None, {"input": padded[None]})[0]  # (1, 1, frames, 32)
+    return out.reshape(-1, MEL_BANDS) / 10.0 + 2.0
+
+
+def whole_embeddings(stream_session: Any, mel: np.ndarray, max_windows: int) -> np.ndarray:
+    """(frames, 32) -> (N, 96) with the whole-utterance graph (seqx.featurize.embedding_graph): one
+    row per full 76-frame window, stride 8. A long sequence runs in parts of `max_windows` windows,
+    each with the 68 frames it shares with the next (the same numbers, tested)."""
+    n = (mel.shape[0] - WINDOW) // STRIDE + 1
+    outs = []
+    for first in range(0, max(n, 0), max_windows):
+        count = min(max_windows, n - first)
+        part = mel[STRIDE * first : STRIDE * (first + count - 1) + WINDOW]  # the frames these windows cover
+        out = stream_session.run(None, {"input_1": part.astype(np.float32)[None, :, :, None]})[0]  # (1, count, 1, 96)
+        outs.append(out.reshape(-1, DIM))
+    return np.concatenate(outs) if outs else np.zeros((0, DIM), np.float32)
+
+
 class SpeechEmbedding:
     """__call__(wave float [-1, 1] at 16 kHz) -> (frames, 96) float32; `batch` for several at once.
 
@@ -99,18 +126,14 @@ class SpeechEmbedding:
     window by window as openwakeword does. `windowed` is that reference, kept for the tests.
     """
 
-    def __init__(self, pad_ms: float = 680.0, threads: int = 1, max_windows: int = 512) -> None:
+    def __init__(self, pad_ms: float = 680.0, threads: int = 1, max_windows: int = MAX_WINDOWS) -> None:
         self.pad = round(pad_ms * SAMPLE_RATE / 1000)  # samples of silence each side
         self.threads = threads
         self.max_windows = max_windows  # embeddings per graph run: bounds memory on a long file
 
     def mel(self, wave: np.ndarray) -> np.ndarray:
         """(T,) float [-1, 1] -> (mel frames, 32), padded and scaled as openwakeword does."""
-        padded = np.pad(wave.astype(np.float32) * INT16_SCALE, (self.pad, self.pad))
-        if padded.size < MIN_SAMPLES:  # too short for one window even padded: pad the end
-            padded = np.pad(padded, (0, MIN_SAMPLES - padded.size))
-        out = _session(_graphs()[0], self.threads).run(None, {"input": padded[None]})[0]  # (1, 1, frames, 32)
-        return out.reshape(-1, MEL_BANDS) / 10.0 + 2.0
+        return scaled_mel(_session(_graphs()[0], self.threads), wave, self.pad)
 
     @staticmethod
     def windows(mel: np.ndarray) -> np.ndarray:
@@ -129,20 +152,10 @@ class SpeechEmbedding:
         return np.concatenate(outs) if outs else np.zeros((0, DIM), np.float32)
 
     def whole(self, mel: np.ndarray) -> np.ndarray:
-        """(frames, 32) -> (N, 96) with the whole-utterance graph: what `embed(windows(mel))` gives.
-        A long sequence runs in parts of `max_windows` windows, each with the 68 frames it shares
-        with the next."""
+        """(frames, 32) -> (N, 96) with the whole-utterance graph: what `embed(windows(mel))` gives."""
         stream = _graphs()[2]
         assert stream is not None
-        session = _session(stream, self.threads)
-        n = (mel.shape[0] - WINDOW) // STRIDE + 1
-        outs = []
-        for first in range(0, max(n, 0), self.max_windows):
-            count = min(self.max_windows, n - first)
-            part = mel[STRIDE * first : STRIDE * (first + count - 1) + WINDOW]  # the frames these windows cover
-            out = session.run(None, {"input_1": part.astype(np.float32)[None, :, :, None]})[0]  # (1, count, 1, 96)
-            outs.append(out.reshape(-1, DIM))
-        return np.concatenate(outs) if outs else np.zeros((0, DIM), np.float32)
+        return whole_embeddings(_session(stream, self.threads), mel, self.max_windows)
 
     def windowed(self, wave: np.ndarray) -> np.ndarray:
         """The reference: one embedding-graph row per 76-frame window, as openwakeword runs it (8x the CPU)."""

@@ -21,7 +21,7 @@ import numpy as np
 
 from seqx.errors import SeqxError
 from seqx.featurize.embedding import (  # torch-free: the constants and windows the torch path embeds with
-    DIM, INT16_SCALE, MEL_BANDS, MIN_SAMPLES, SAMPLE_RATE, STRIDE, WINDOW, SpeechEmbedding,
+    DIM, MAX_WINDOWS, SAMPLE_RATE, STRIDE, WINDOW, SpeechEmbedding, scaled_mel, whole_embeddings,
 )  # fmt: skip
 
 MEL_MODEL, WINDOW_MODEL, STREAM_MODEL = "melspectrogram.onnx", "embedding_model.onnx", "embedding_stream.onnx"
@@ -66,18 +66,12 @@ def embed(wave: np.ndarray, pad_ms: float, folder: Path | None = None) -> tuple[
     mel_path, emb_path, whole = graphs(folder)
     mel_session, emb_session = _sessions(mel_path, emb_path)
     pad = int(round(pad_ms * SAMPLE_RATE / 1000))
-    padded = np.pad(wave.astype(np.float32) * INT16_SCALE, (pad, pad))
-    if padded.size < MIN_SAMPLES:
-        padded = np.pad(padded, (0, MIN_SAMPLES - padded.size))
-    mel = mel_session.run(None, {"input": padded[None]})[0].reshape(-1, MEL_BANDS) / 10.0 + 2.0
-    n = (mel.shape[0] - WINDOW) // STRIDE + 1
-    if n <= 0:
+    mel = scaled_mel(mel_session, wave, pad)
+    if whole:
+        return whole_embeddings(emb_session, mel, MAX_WINDOWS), pad
+    if (mel.shape[0] - WINDOW) // STRIDE + 1 <= 0:
         return np.zeros((0, DIM), np.float32), pad
-    if whole:  # the frames the windows cover, as one sequence: (1, F, 32, 1)
-        used = mel[: WINDOW + STRIDE * (n - 1)].astype(np.float32)[None, :, :, None]
-        out = emb_session.run(None, {"input_1": used})[0].reshape(-1, DIM)
-    else:
-        out = emb_session.run(None, {"input_1": SpeechEmbedding.windows(mel)})[0].reshape(-1, DIM)
+    out = emb_session.run(None, {"input_1": SpeechEmbedding.windows(mel)})[0].reshape(-1, DIM)
     return out.astype(np.float32), pad
 
 
