@@ -171,7 +171,9 @@ def score(refs: list[str], hyps: list[str]) -> dict[str, float]:
 def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:
     from seqx.decode.transcribe import Constraint, transcribe_files
     from seqx.decode.bundle import load_bundle
-    from seqx.train.stage import run_train_stage
+    from seqx.grammar.load import load_grammar
+    from seqx.report import Collect
+    from seqx.train.stage import choose_reject_thresholds, run_train_stage
 
     recipe = set_recipe(args.recipe, hs, args)
     missing = [p for p, _ in hs.files if not Path(p).is_file()]
@@ -192,6 +194,12 @@ def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:
             recipe = recipe.model_copy(update={"tokenizer": recipe.tokenizer.model_copy(update={"vocab_size": int(largest.group(1))})})
             run_train_stage(recipe)
     result.train_seconds = time.perf_counter() - start
+    if args.recalibrate:  # the bundle's rejection thresholds chosen again, by the code as it is now
+        grammar = load_grammar(recipe)
+        assert grammar is not None, f"{recipe.name}: no grammar"
+        said = Collect()
+        choose_reject_thresholds(recipe, grammar, said, torch.device("cpu"))
+        print(*said.infos, sep="\n", file=sys.stderr)
     bundle = load_bundle(recipe.bundle_dir)
     systems: dict[str, list[str]] = {}
     beam_label = f"seqx beam {bundle.decode.beam} + CTC {bundle.decode.ctc_weight:g}"
@@ -231,6 +239,8 @@ def main() -> None:
     parser.add_argument("--skip-train", action="store_true", help="decode with the bundles already trained")
     parser.add_argument("--slot-weights", default="", help="decode.slot_weight values of the heads runs (a model "
                         "trained with train.slot_weight > 0), e.g. 0.3,1; default: the bundle's, else 1")
+    parser.add_argument("--recalibrate", action="store_true", help="choose the bundles' rejection thresholds again "
+                        "on valid (with --skip-train: the same models under the current rule)")
     parser.add_argument("--skip-pocketsphinx", action="store_true")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", action="store_true")

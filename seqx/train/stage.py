@@ -41,9 +41,10 @@ from seqx.train.loop import LOG, Trainer, TrainReport
 __all__ = ["run_train_stage", "TrainReport", "pick_device", "run_key"]
 
 
-def _choose_reject_margin(recipe: Recipe, grammar: Grammar, reporter: Reporter, device: torch.device) -> None:
+def choose_reject_thresholds(recipe: Recipe, grammar: Grammar, reporter: Reporter, device: torch.device) -> None:
     """decode.reject_margin `auto`: chosen on the valid split (commands vs out-of-grammar speech
-    and noise) with the bundle just written, and stored in it."""
+    and noise) with the bundle just written, and stored in it. Also run again on a trained bundle
+    by bench/human.py --recalibrate, when the rule that chooses changed."""
     from seqx.decode.reject import calibrate
 
     bundle = load_bundle(recipe.bundle_dir, device=device)
@@ -194,7 +195,7 @@ def _train(recipe: Recipe, device: torch.device, dist: DistInfo, reporter: Repor
             choice = recipe.decode.grammar  # what decoding will be constrained to: the margin is chosen for it
             constrain = grammar if choice == "recipe" else None if choice == "none" else grammar_from_file(choice)
             if constrain is not None and recipe.decode.reject_margin == "auto" and recipe.data.source == "synth":
-                _choose_reject_margin(recipe, constrain, reporter, device)
+                choose_reject_thresholds(recipe, constrain, reporter, device)
             reporter.info(f"train: bundle written to {recipe.bundle_dir} (averaged {', '.join(report.averaged)})")
     finally:
         trainer.close()
