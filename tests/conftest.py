@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,6 +16,16 @@ REPO = Path(__file__).resolve().parents[1]
 # recipes/commands.yaml trains on four engines with flite heard only in test; tiny corpora use
 # espeak-ng alone (piper loads a model per process, and a tiny model memorizes its one voice)
 ESPEAK_ONLY = ["data.synth.engines=[espeak-ng]", "data.synth.test_engine=same"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Graphs seqx makes and caches (seqx.featurize.embedding_graph) go to a folder of this run, never
+    the user's ~/.cache/seqx; set before any worker or `seqx` subprocess starts, so they inherit it."""
+    os.environ["SEQX_CACHE_DIR"] = tempfile.mkdtemp(prefix="seqx-test-cache-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(os.environ.pop("SEQX_CACHE_DIR", ""), ignore_errors=True)
 
 
 @pytest.fixture

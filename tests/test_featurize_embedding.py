@@ -72,6 +72,7 @@ def test_whole_utterance_graph_is_made_once_per_user_and_version(
     onnx = pytest.importorskip("onnx")
     from seqx.featurize.embedding_graph import REWRITE_VERSION, check_stream_model, stream_model_path
 
+    monkeypatch.delenv("SEQX_CACHE_DIR")  # the suite's own folder (conftest): the user's default here
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     source = tmp_path / "embedding_model.onnx"
     shutil.copyfile(embedding.model_dir() / "embedding_model.onnx", source)
@@ -91,6 +92,8 @@ def test_whole_utterance_graph_is_made_once_per_user_and_version(
     # a cache that cannot be written: None, and the featurizer runs window by window
     monkeypatch.setenv("XDG_CACHE_HOME", str(source))  # a file, not a folder
     assert stream_model_path(source) is None
+    monkeypatch.setenv("SEQX_CACHE_DIR", str(tmp_path / "own"))  # SEQX_CACHE_DIR wins over XDG_CACHE_HOME
+    assert stream_model_path(source) == tmp_path / "own" / made.name
 
 
 def test_batched_equals_one_at_a_time(waves: list[torch.Tensor]) -> None:

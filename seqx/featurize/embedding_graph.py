@@ -95,7 +95,10 @@ def check_stream_model(source: Path, stream: Path, frames: int = 76 + 8 * 20 + 5
 
 
 def cache_dir() -> Path:
-    """Where made graphs are kept: $XDG_CACHE_HOME/seqx (~/.cache/seqx)."""
+    """Where made graphs are kept: $SEQX_CACHE_DIR when set (the test suite's own folder), else
+    $XDG_CACHE_HOME/seqx (~/.cache/seqx)."""
+    if os.environ.get("SEQX_CACHE_DIR"):
+        return Path(os.environ["SEQX_CACHE_DIR"])
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "seqx"
 
 
