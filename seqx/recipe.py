@@ -308,6 +308,10 @@ class FeatureSettings(_Section):
     # speech_embedding: silence added before and after the wave, so that a 760 ms window
     # ends 80 ms into the speech at the first frame and the last word reaches a window's middle
     embed_pad_ms: float = Field(680.0, ge=0.0, le=2000.0)
+    # speech_embedding: training sees each utterance through this many embeddings, their windows
+    # started 80 ms / views apart (2: 0 and 40 ms), one drawn per utterance per epoch; decoding
+    # and valid/test use the first (docs/features.md "Views"). 1 = off
+    embed_views: int = Field(1, ge=1, le=8)
 
     @property
     def n_feats(self) -> int:
@@ -331,6 +335,12 @@ class FeatureSettings(_Section):
     def _check_window(self) -> FeatureSettings:
         if self.hop_ms > self.win_ms:
             raise ValueError(f"features.hop_ms: {self.hop_ms} is larger than features.win_ms ({self.win_ms})")
+        if self.embed_views > 1 and self.kind != "speech_embedding":
+            raise ValueError(f"features.embed_views: {self.embed_views} views need features.kind speech_embedding "
+                             f"(got {self.kind})")
+        if 8 % self.embed_views:
+            raise ValueError(f"features.embed_views: {self.embed_views} does not divide the 8 mel frames "
+                             f"between two embeddings (1, 2, 4 or 8)")
         if self.kind == "mfcc" and self.n_mfcc > self.n_mels:
             raise ValueError(f"features.n_mfcc: {self.n_mfcc} is larger than features.n_mels ({self.n_mels})")
         return self

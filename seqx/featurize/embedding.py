@@ -166,6 +166,16 @@ class SpeechEmbedding:
             return self.windowed(wave)
         return self.whole(self.mel(wave))
 
+    def views(self, wave: np.ndarray, n: int) -> list[np.ndarray]:
+        """`n` embeddings of one wave, their windows started STRIDE / n mel frames apart: the first is
+        `self(wave)`, the others the same speech seen through windows shifted by 10-70 ms. One mel
+        computation for all; a view too short for a window gets the first's frames."""
+        mel = self.mel(wave)
+        run = self.whole if _graphs()[2] is not None else (lambda m: self.embed(self.windows(m)))
+        first = run(mel)
+        shifted = [run(mel[k * STRIDE // n :]) for k in range(1, n)]
+        return [first] + [v if v.shape[0] else first for v in shifted]
+
     def batch(self, waves: list[np.ndarray]) -> list[np.ndarray]:
         """Several waves: each whole; window by window, one embedding run over all their windows."""
         if _graphs()[2] is not None:

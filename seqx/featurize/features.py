@@ -75,6 +75,17 @@ class FeatureExtractor(nn.Module):
             frames = frames - frames.mean(dim=0, keepdim=True)
         return frames
 
+    @torch.no_grad()
+    def views(self, wave: Tensor, n: int) -> list[Tensor]:
+        """`forward(wave)` and, for a speech embedding with n > 1, the n - 1 shifted views of it
+        (features.embed_views; SpeechEmbedding.views)."""
+        if n == 1 or self.embedding is None or self.settings.kind != "speech_embedding":
+            return [self(wave)]
+        views = [torch.from_numpy(v).to(wave.device) for v in self.embedding.views(wave.detach().cpu().numpy(), n)]
+        if self.settings.cmvn == "utterance":
+            views = [v - v.mean(dim=0, keepdim=True) for v in views]
+        return views
+
     def _frames(self, wave: Tensor) -> Tensor:
         s = self.settings
         if self.embedding is not None:

@@ -42,7 +42,18 @@ CHUNK = 16  # utterances per worker round trip: enough to hide the pipe, small e
 _extractor: FeatureExtractor | None = None
 _sample_rate = 16000
 
-Result = tuple[np.ndarray | None, float, str | None]  # frames (T, F) float16, audio seconds, problem
+# frames (T, F) float16, one array per view (features.embed_views; one for valid/test), audio seconds, problem
+Result = tuple[list[np.ndarray] | None, float, str | None]
+
+
+def view_dir(split: str, k: int) -> str:
+    """The store of training view k > 0 (features.embed_views), beside the split's own (view 0)."""
+    return f"{split}.view{k}"
+
+
+def store_names(settings: FeatureSettings) -> list[str]:
+    """Every store the featurize stage writes: the splits, then train's extra views."""
+    return list(SPLITS) + [view_dir("train", k) for k in range(1, settings.embed_views)]
 
 
 @dataclass
@@ -74,20 +85,22 @@ def _init_worker(settings: FeatureSettings, sample_rate: int) -> None:
     _extractor, _sample_rate = FeatureExtractor(settings, sample_rate), sample_rate
 
 
-def _featurize_one(path: str) -> Result:
+def _featurize_one(item: tuple[str, int]) -> Result:
+    """(audio path, views) -> the views' frames: extra views only for the train split."""
     assert _extractor is not None
+    path, views = item
     try:
         wave = load_audio(path, _sample_rate)
     except AudioError as err:
         return None, 0.0, err.problem
     try:
-        frames = _extractor(wave).numpy()
+        frames = [v.numpy() for v in _extractor.views(wave, views)]
     except RuntimeError as err:  # one odd file must not take the whole split down
         return None, 0.0, f"feature extraction failed ({str(err).splitlines()[0]})"
-    if frames.shape[0] == 0:
+    if frames[0].shape[0] == 0:
         return None, 0.0, "too short for one feature frame"
     # float16 here, as the store keeps it: half the bytes through the pipe, no conversion in the parent
-    return to_float16(frames), wave.numel() / _sample_rate, None
+    return [to_float16(f) for f in frames], wave.numel() / _sample_rate, None
 
 
 def featurize_stage_key(recipe: Recipe, utts: dict[str, list[Utterance]]) -> str:
@@ -102,6 +115,8 @@ def featurize_stage_key(recipe: Recipe, utts: dict[str, list[Utterance]]) -> str
     way stays valid. A change that alters the numbers bumps STAGE_VERSION.
     """
     features = recipe.features.model_dump(exclude={"workers", "specaugment", "spec"})
+    if features["embed_views"] == 1:
+        del features["embed_views"]  # added later: a store made before it keeps its key
     normalization = recipe.tokenizer.model_dump(include=set(NORMALIZATION))
     manifests = [recipe.data_dir / f"{s}.jsonl" for s in SPLITS]
     audio = [_signature(u.audio) for split in SPLITS for u in utts[split]]
@@ -130,7 +145,7 @@ def _run_featurize_stage(recipe: Recipe, reporter: Reporter, force: bool) -> Fea
     utts = {split: read_manifest(recipe.data_dir / f"{split}.jsonl") for split in SPLITS}
     key = featurize_stage_key(recipe, utts)
     if not force and is_fresh(out_dir, key) and (out_dir / SUMMARY).is_file():
-        problem = check_feats(out_dir, SPLITS)
+        problem = check_feats(out_dir, store_names(recipe.features))
         if problem is None:
             return _load_summary(out_dir)
         reporter.warn(f"{problem}; featurizing again")
@@ -150,11 +165,14 @@ def _featurize_split(
     recipe: Recipe,
     split: str,
     utts: list[Utterance],
-    featurize_all: Callable[[list[str]], Iterator[Result]],
+    featurize_all: Callable[[list[tuple[str, int]]], Iterator[Result]],
     report: FeaturizeReport,
     reporter: Reporter,
 ) -> None:
-    writer = FeatureStoreWriter(recipe.feats_dir / split, recipe.features.n_feats, recipe.features.shard_mb)
+    views = recipe.features.embed_views if split == "train" else 1
+    writers = [FeatureStoreWriter(recipe.feats_dir / (view_dir(split, k) if k else split), recipe.features.n_feats,
+                                  recipe.features.shard_mb) for k in range(views)]  # fmt: skip
+    writer = writers[0]
     # about what the split will take, for the line a full disk gives (float16 frames at the frame rate)
     frames = sum(u.duration for u in utts) * 1000 / recipe.features.frame_ms
     writer.expected_bytes = int(frames * recipe.features.n_feats * 2)
@@ -162,14 +180,17 @@ def _featurize_split(
     stats = report.splits.setdefault(split, SplitStats())
     task = reporter.task(f"featurize {split}", total=len(utts), unit="utt")
     start = time.perf_counter()
-    for utt, (frames, seconds, problem) in zip(utts, featurize_all([u.audio for u in utts])):
-        if frames is None:
+    for utt, (found, seconds, problem) in zip(utts, featurize_all([(u.audio, views) for u in utts])):
+        if found is None:
             reason = problem or "unknown problem"
             report.skipped.append((utt.audio, reason))
             stats.skipped += 1
             reporter.warn(f"{utt.audio}: {reason}")
         else:
-            stored = writer.add(utt.id, frames, normalize_text(utt.text, recipe.tokenizer))
+            frames, text = found[0], normalize_text(utt.text, recipe.tokenizer)
+            stored = writer.add(utt.id, frames, text)
+            for extra, view in zip(writers[1:], found[1:]):
+                extra.add(utt.id, view, text)
             fault_point("featurize")
             if cmvn is not None:
                 cmvn.add(stored)  # statistics of what training will read back (float16), not of float32
@@ -179,7 +200,8 @@ def _featurize_split(
         stats.seconds = time.perf_counter() - start
         task.advance(1, xrt=f"{stats.xrt:.0f}x")
     task.close()
-    writer.close()
+    for each in writers:
+        each.close()
     if cmvn is not None:
         cmvn.result().save(recipe.feats_dir / "cmvn.json")
 
@@ -193,13 +215,13 @@ class _Featurizer:
         self.pool = None
         self.threads = torch.get_num_threads()
 
-    def __enter__(self) -> Callable[[list[str]], Iterator[Result]]:
+    def __enter__(self) -> Callable[[list[tuple[str, int]]], Iterator[Result]]:
         if self.workers <= 1:
             _init_worker(*self.args)  # one thread here too: tiny FFTs lose time to thread hand-offs
-            return lambda paths: (_featurize_one(p) for p in paths)
+            return lambda items: (_featurize_one(item) for item in items)
         # not forked from here: this process may already run onnxruntime or OpenMP threads (seqx.workers)
         self.pool = worker_pool(self.workers, initializer=_init_worker, initargs=self.args)
-        return lambda paths: self.pool.imap(_featurize_one, paths, chunksize=CHUNK)
+        return lambda items: self.pool.imap(_featurize_one, items, chunksize=CHUNK)
 
     def __exit__(self, *exc: object) -> None:
         torch.set_num_threads(self.threads)  # leave the caller's setting as it was

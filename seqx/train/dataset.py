@@ -15,12 +15,20 @@ from seqx.tokenize.tokenizer import Tokenizer
 
 class UtteranceDataset(torch.utils.data.Dataset):
     """`slot_labels`: per utterance the intent/slot heads' classes (seqx.decode.slot_rescore
-    HeadLayout.labels; -100 where the text has no parse), or None when the model has no heads."""
+    HeadLayout.labels; -100 where the text has no parse), or None when the model has no heads.
+    `views`: more stores of the same utterances seen differently (features.embed_views); each
+    item is drawn from `store` or one of them at random (torch's generator: seeded, and per
+    DataLoader worker), so an epoch is as long as before and sees a new mix."""
 
     def __init__(
-        self, store: FeatureStore, tokenizer: Tokenizer, cmvn: Cmvn, slot_labels: list[list[int]] | None = None
-    ) -> None:
+        self, store: FeatureStore, tokenizer: Tokenizer, cmvn: Cmvn, slot_labels: list[list[int]] | None = None,
+        views: list[FeatureStore] = (),
+    ) -> None:  # fmt: skip
         self.store, self.cmvn = store, cmvn
+        self.stores = [store, *views]
+        for view in views:
+            if view.ids != store.ids:
+                raise ValueError(f"{view.folder}: not the utterances of {store.folder}")
         self.tokens = [tokenizer.encode(text) for text in store.texts]  # once, not every epoch
         self.slot_labels = slot_labels
         if slot_labels is not None and len(slot_labels) != len(store):
@@ -30,7 +38,8 @@ class UtteranceDataset(torch.utils.data.Dataset):
         return len(self.store)
 
     def __getitem__(self, i: int) -> tuple[Tensor, Tensor, Tensor]:
-        feats = self.cmvn(torch.from_numpy(self.store[i].astype("float32")))  # (T, F)
+        store = self.stores[int(torch.randint(len(self.stores), ()))] if len(self.stores) > 1 else self.store
+        feats = self.cmvn(torch.from_numpy(store[i].astype("float32")))  # (T, F)
         labels = self.slot_labels[i] if self.slot_labels is not None else []
         return feats, torch.tensor(self.tokens[i], dtype=torch.long), torch.tensor(labels, dtype=torch.long)
 

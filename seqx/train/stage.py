@@ -23,7 +23,7 @@ from seqx.decode.slot_rescore import HeadLayout
 from seqx.device import resolve_device
 from seqx.errors import SeqxError
 from seqx.featurize.cmvn import Cmvn
-from seqx.featurize.stage import run_featurize_stage
+from seqx.featurize.stage import run_featurize_stage, view_dir
 from seqx.grammar.load import grammar_from_file, load_grammar
 from seqx.grammar.model import Grammar
 from seqx.featurize.store import FeatureStore
@@ -160,6 +160,7 @@ def _train(recipe: Recipe, device: torch.device, dist: DistInfo, reporter: Repor
     train_store, valid_store = FeatureStore(recipe.feats_dir / "train"), FeatureStore(recipe.feats_dir / "valid")
     if len(train_store) == 0:
         raise SeqxError(f"{recipe.feats_dir / 'train'}: no training utterances")
+    views = [FeatureStore(recipe.feats_dir / view_dir("train", k)) for k in range(1, recipe.features.embed_views)]
     grammar = load_grammar(recipe) if recipe.data.source == "synth" else None
     layout = slot_layout(recipe, grammar, reporter)
     dims = ModelDimensions.from_settings(
@@ -167,7 +168,7 @@ def _train(recipe: Recipe, device: torch.device, dist: DistInfo, reporter: Repor
     )
     labels = slot_labels(layout, grammar, train_store.texts, tokenizer) if layout is not None and grammar else None
     trainer = Trainer(
-        recipe, dims, UtteranceDataset(train_store, tokenizer, cmvn, labels),
+        recipe, dims, UtteranceDataset(train_store, tokenizer, cmvn, labels, views),
         UtteranceDataset(valid_store, tokenizer, cmvn), tokenizer, device, dist, reporter, key,
     )
     report = TrainReport(str(recipe.bundle_dir), False, str(device), dist.world_size, count_parameters(trainer.model))
