@@ -310,7 +310,7 @@ class FeatureSettings(_Section):
     embed_pad_ms: float = Field(680.0, ge=0.0, le=2000.0)
     # speech_embedding: training sees each utterance through this many embeddings, their windows
     # started 80 ms / views apart (2: 0 and 40 ms), one drawn per utterance per epoch; decoding
-    # and valid/test use the first (docs/features.md "Views"). 1 = off
+    # and valid/test use the first (docs/features.md "Views"). 1 = off; other kinds ignore it
     embed_views: int = Field(1, ge=1, le=8)
 
     @property
@@ -321,6 +321,12 @@ class FeatureSettings(_Section):
         if self.kind == "speech_embedding+fbank":
             return EMBEDDING_DIM + self.n_mels
         return self.n_mfcc if self.kind == "mfcc" else self.n_mels
+
+    @property
+    def views(self) -> int:
+        """Training views actually made: embed_views for a plain speech embedding, else 1 (a recipe
+        switched to fbank with --set keeps working without also resetting embed_views)."""
+        return self.embed_views if self.kind == "speech_embedding" else 1
 
     @property
     def is_embedding(self) -> bool:
@@ -335,9 +341,6 @@ class FeatureSettings(_Section):
     def _check_window(self) -> FeatureSettings:
         if self.hop_ms > self.win_ms:
             raise ValueError(f"features.hop_ms: {self.hop_ms} is larger than features.win_ms ({self.win_ms})")
-        if self.embed_views > 1 and self.kind != "speech_embedding":
-            raise ValueError(f"features.embed_views: {self.embed_views} views need features.kind speech_embedding "
-                             f"(got {self.kind})")
         if 8 % self.embed_views:
             raise ValueError(f"features.embed_views: {self.embed_views} does not divide the 8 mel frames "
                              f"between two embeddings (1, 2, 4 or 8)")

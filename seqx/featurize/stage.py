@@ -53,7 +53,7 @@ def view_dir(split: str, k: int) -> str:
 
 def store_names(settings: FeatureSettings) -> list[str]:
     """Every store the featurize stage writes: the splits, then train's extra views."""
-    return list(SPLITS) + [view_dir("train", k) for k in range(1, settings.embed_views)]
+    return list(SPLITS) + [view_dir("train", k) for k in range(1, settings.views)]
 
 
 @dataclass
@@ -115,8 +115,8 @@ def featurize_stage_key(recipe: Recipe, utts: dict[str, list[Utterance]]) -> str
     way stays valid. A change that alters the numbers bumps STAGE_VERSION.
     """
     features = recipe.features.model_dump(exclude={"workers", "specaugment", "spec"})
-    if features["embed_views"] == 1:
-        del features["embed_views"]  # added later: a store made before it keeps its key
+    if recipe.features.views == 1:
+        del features["embed_views"]  # added later, or ignored by this kind: a store made before keeps its key
     normalization = recipe.tokenizer.model_dump(include=set(NORMALIZATION))
     manifests = [recipe.data_dir / f"{s}.jsonl" for s in SPLITS]
     audio = [_signature(u.audio) for split in SPLITS for u in utts[split]]
@@ -169,7 +169,7 @@ def _featurize_split(
     report: FeaturizeReport,
     reporter: Reporter,
 ) -> None:
-    views = recipe.features.embed_views if split == "train" else 1
+    views = recipe.features.views if split == "train" else 1
     writers = [FeatureStoreWriter(recipe.feats_dir / (view_dir(split, k) if k else split), recipe.features.n_feats,
                                   recipe.features.shard_mb) for k in range(views)]  # fmt: skip
     writer = writers[0]

@@ -160,7 +160,7 @@ def _train(recipe: Recipe, device: torch.device, dist: DistInfo, reporter: Repor
     train_store, valid_store = FeatureStore(recipe.feats_dir / "train"), FeatureStore(recipe.feats_dir / "valid")
     if len(train_store) == 0:
         raise SeqxError(f"{recipe.feats_dir / 'train'}: no training utterances")
-    views = [FeatureStore(recipe.feats_dir / view_dir("train", k)) for k in range(1, recipe.features.embed_views)]
+    views = [FeatureStore(recipe.feats_dir / view_dir("train", k)) for k in range(1, recipe.features.views)]
     grammar = load_grammar(recipe) if recipe.data.source == "synth" else None
     layout = slot_layout(recipe, grammar, reporter)
     dims = ModelDimensions.from_settings(
