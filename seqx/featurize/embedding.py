@@ -161,19 +161,20 @@ class SpeechEmbedding:
         """The reference: one embedding-graph row per 76-frame window, as openwakeword runs it (8x the CPU)."""
         return self.embed(self.windows(self.mel(wave)))
 
+    def from_mel(self, mel: np.ndarray) -> np.ndarray:
+        """(frames, 32) -> (N, 96): the whole-utterance graph, or window by window where it cannot be made."""
+        return self.whole(mel) if _graphs()[2] is not None else self.embed(self.windows(mel))
+
     def __call__(self, wave: np.ndarray) -> np.ndarray:
-        if _graphs()[2] is None:
-            return self.windowed(wave)
-        return self.whole(self.mel(wave))
+        return self.from_mel(self.mel(wave))
 
     def views(self, wave: np.ndarray, n: int) -> list[np.ndarray]:
         """`n` embeddings of one wave, their windows started STRIDE / n mel frames apart: the first is
         `self(wave)`, the others the same speech seen through windows shifted by 10-70 ms. One mel
         computation for all; a view too short for a window gets the first's frames."""
         mel = self.mel(wave)
-        run = self.whole if _graphs()[2] is not None else (lambda m: self.embed(self.windows(m)))
-        first = run(mel)
-        shifted = [run(mel[k * STRIDE // n :]) for k in range(1, n)]
+        first = self.from_mel(mel)
+        shifted = [self.from_mel(mel[k * STRIDE // n :]) for k in range(1, n)]
         return [first] + [v if v.shape[0] else first for v in shifted]
 
     def batch(self, waves: list[np.ndarray]) -> list[np.ndarray]:

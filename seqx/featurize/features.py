@@ -70,7 +70,9 @@ class FeatureExtractor(nn.Module):
 
     @torch.no_grad()
     def forward(self, wave: Tensor) -> Tensor:
-        frames = self._frames(wave)
+        return self._utterance_cmvn(self._frames(wave))
+
+    def _utterance_cmvn(self, frames: Tensor) -> Tensor:
         if self.settings.cmvn == "utterance":  # the utterance's own mean out; global CMVN still follows
             frames = frames - frames.mean(dim=0, keepdim=True)
         return frames
@@ -81,10 +83,8 @@ class FeatureExtractor(nn.Module):
         (features.embed_views; SpeechEmbedding.views)."""
         if n == 1 or self.embedding is None or self.settings.kind != "speech_embedding":
             return [self(wave)]
-        views = [torch.from_numpy(v).to(wave.device) for v in self.embedding.views(wave.detach().cpu().numpy(), n)]
-        if self.settings.cmvn == "utterance":
-            views = [v - v.mean(dim=0, keepdim=True) for v in views]
-        return views
+        views = self.embedding.views(wave.detach().cpu().numpy(), n)
+        return [self._utterance_cmvn(torch.from_numpy(v).to(wave.device)) for v in views]
 
     def _frames(self, wave: Tensor) -> Tensor:
         s = self.settings

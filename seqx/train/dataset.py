@@ -38,6 +38,7 @@ class UtteranceDataset(torch.utils.data.Dataset):
         return len(self.store)
 
     def __getitem__(self, i: int) -> tuple[Tensor, Tensor, Tensor]:
+        # no draw without views: a run without them consumes the random stream exactly as before
         store = self.stores[int(torch.randint(len(self.stores), ()))] if len(self.stores) > 1 else self.store
         feats = self.cmvn(torch.from_numpy(store[i].astype("float32")))  # (T, F)
         labels = self.slot_labels[i] if self.slot_labels is not None else []
