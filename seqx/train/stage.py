@@ -38,7 +38,7 @@ from seqx.train.dataset import UtteranceDataset
 from seqx.train.distributed import DistInfo, barrier, cleanup, init_distributed, wait_for_rank0
 from seqx.train.loop import LOG, Trainer, TrainReport
 
-__all__ = ["run_train_stage", "TrainReport", "pick_device", "run_key"]
+__all__ = ["run_train_stage", "train_on_stores", "TrainReport", "pick_device", "run_key"]
 
 
 def choose_reject_thresholds(recipe: Recipe, grammar: Grammar, reporter: Reporter, device: torch.device) -> None:
@@ -110,7 +110,7 @@ def run_train_stage(
         if recipe.train.deterministic:
             os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # cuBLAS needs it for determinism
             torch.use_deterministic_algorithms(True, warn_only=True)
-        report = _train(recipe, target, dist, said, key, restart)
+        report = train_on_stores(recipe, target, dist, said, key, restart)
         report.wall_seconds = time.monotonic() - started
         if dist.is_main:
             mark_done(recipe.bundle_dir, bundle_key, steps=report.steps, best_valid_wer=report.best_valid_wer)
@@ -149,7 +149,18 @@ def _bundle_intact(recipe: Recipe, reporter: Reporter) -> bool:
     return True
 
 
-def _train(recipe: Recipe, device: torch.device, dist: DistInfo, reporter: Reporter, key: str, restart: bool) -> TrainReport:
+def train_on_stores(
+    recipe: Recipe, device: torch.device, dist: DistInfo, reporter: Reporter, key: str, restart: bool,
+    choose_thresholds: bool = True,
+) -> TrainReport:
+    """Train from the feature stores and tokenizer already on disk, and write the bundle.
+
+    run_train_stage calls it once the earlier stages are fresh. bench/train_from_stores.py calls it
+    directly on a machine that has the stores but not the audio (a lent GPU takes 64 MiB: the demo
+    corpus's features travel, its audio does not), where those stages would start again, since their
+    keys sign every audio file. Without `choose_thresholds` the rejection thresholds stay as the
+    recipe says: choosing them decodes valid's audio and synthesizes its negatives.
+    """
     if restart and dist.is_main:
         for old in (recipe.checkpoint_dir, recipe.tb_dir, recipe.bundle_dir):
             shutil.rmtree(old, ignore_errors=True)
@@ -195,7 +206,8 @@ def _train(recipe: Recipe, device: torch.device, dist: DistInfo, reporter: Repor
                                "slot_heads": layout.to_json() if layout is not None else None})
             choice = recipe.decode.grammar  # what decoding will be constrained to: the margin is chosen for it
             constrain = grammar if choice == "recipe" else None if choice == "none" else grammar_from_file(choice)
-            if constrain is not None and recipe.decode.reject_margin == "auto" and recipe.data.source == "synth":
+            auto = recipe.decode.reject_margin == "auto" and recipe.data.source == "synth"
+            if choose_thresholds and constrain is not None and auto:
                 choose_reject_thresholds(recipe, constrain, reporter, device)
             reporter.info(f"train: bundle written to {recipe.bundle_dir} (averaged {', '.join(report.averaged)})")
     finally:
