@@ -11,12 +11,14 @@ Usage:
 --bf16 is bf16 autocast (fp32 master weights, fp32 loss), on CUDA and on CPUs with native bf16
 (AVX512-BF16 / AMX; elsewhere it is emulated and slow). --compile wraps each model in
 torch.compile; its compile time (the warm-up steps) is reported apart. --profile N runs
-torch.profiler over N steps after the timed ones and prints the per-op table (self CPU time).
+torch.profiler over N steps after the timed ones and prints the per-op table (self GPU time on
+CUDA, self CPU time on a CPU).
 
 One step = forward, the joint CTC/attention loss, backward, AdamW step, on synthetic random
 features (lengths drawn uniformly in [frames/2, frames], about 1.5-3 s of speech at the 10 ms
-hop) and random target tokens. Both models get the same front-end module (a copy of ours), the
-same token embedding, output layer, CTC head and loss; the baseline's core is
+hop; --spread narrows that to what length-sorted batches give) and random target tokens.
+Both models get the same front-end module (a copy of ours), the same token embedding, output
+layer, CTC head and loss; the baseline's core is
 `torch.nn.Transformer(d_model, heads, enc_layers, dec_layers, d_ff, batch_first=True,
 norm_first=<same>)` with padding and causal masks. Steps of the two models are timed
 interleaved (median of --steps each), so a busy machine slows both alike. Reported: utterances/s, encoder frames/s
@@ -87,7 +89,8 @@ class TorchTransformer(nn.Module):
 
 def make_batch(args: argparse.Namespace, dims: ModelDimensions, device: torch.device) -> tuple[Tensor, ...]:
     g = torch.Generator().manual_seed(0)
-    feat_lens = torch.randint(args.frames // 2, args.frames + 1, (args.batch,), generator=g)
+    shortest = max(1, round(args.frames * (1 - args.spread)))
+    feat_lens = torch.randint(shortest, args.frames + 1, (args.batch,), generator=g)
     feats = torch.randn(args.batch, int(feat_lens.max()), dims.n_feats, generator=g)
     y_lens = torch.randint(max(1, args.tokens // 2), args.tokens + 1, (args.batch,), generator=g)
     ys = torch.randint(5, dims.vocab_size, (args.batch, int(y_lens.max())), generator=g)
@@ -137,7 +140,8 @@ def make_step(model: nn.Module, batch: tuple[Tensor, ...], dims: ModelDimensions
     """One full training step as a closure (forward, loss, backward, clip, AdamW).
 
     options (a variant's `:`-suffixes, on top of --bf16/--compile): bf16, compile, nodrop (dropout 0),
-    unfused (AdamW's default per-tensor loop instead of the fused kernel seqx trains with).
+    unfused (AdamW's default per-tensor loop instead of the fused kernel seqx trains with), cl
+    (channels-last conv2d front-end: cuDNN's NHWC kernels, the layout tensor cores want).
     """
     feats, feat_lens, tokens_in, targets, target_lens = batch
     fused = device.type in ("cuda", "cpu") and "unfused" not in options
@@ -149,6 +153,8 @@ def make_step(model: nn.Module, batch: tuple[Tensor, ...], dims: ModelDimensions
                 m.p = 0.0
             elif isinstance(getattr(m, "dropout", None), float):  # attention dropout (ours: SDPA's dropout_p)
                 m.dropout = 0.0
+    if "cl" in options:
+        model.to(memory_format=torch.channels_last)  # 4-D conv weights only; the input (B, 1, T, F) follows
     forward = torch.compile(model) if args.compile or "compile" in options else model
 
     def step() -> None:
@@ -163,15 +169,20 @@ def make_step(model: nn.Module, batch: tuple[Tensor, ...], dims: ModelDimensions
     return step
 
 
-def profile_table(step, n: int, rows: int) -> str:  # noqa: ANN001
-    """torch.profiler over n steps: per-op self CPU time, most expensive first (the step's hot spots)."""
+def profile_table(step, n: int, rows: int, device: torch.device) -> str:  # noqa: ANN001
+    """torch.profiler over n steps: per-op self time on the device that does the work (GPU kernels on
+    CUDA, else CPU), most expensive first: the step's hot spots."""
     from torch.profiler import ProfilerActivity, profile
 
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+    cuda = device.type == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     with profile(activities=activities) as prof:
         for _ in range(n):
             step()
-    return prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows)
+        if cuda:
+            torch.cuda.synchronize(device)
+    order = "self_device_time_total" if cuda else "self_cpu_time_total"
+    return prof.key_averages().table(sort_by=order, row_limit=rows)
 
 
 def time_step(step, device: torch.device) -> float:  # noqa: ANN001
@@ -187,6 +198,8 @@ def time_step(step, device: torch.device) -> float:  # noqa: ANN001
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--recipe", default="recipes/commands.yaml", help="model size defaults come from here")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="recipe override, e.g. features.kind=fbank (80 log-Mel features a frame)")
     parser.add_argument("--device", default="auto")
     for name in ("d-model", "enc-layers", "dec-layers", "heads", "d-ff"):
         parser.add_argument(f"--{name}", type=int, default=None)
@@ -195,6 +208,9 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=300,
                         help="longest utterance in frames (10 ms; 80 ms with speech_embedding)")
     parser.add_argument("--tokens", type=int, default=12, help="longest target in tokens")
+    parser.add_argument("--spread", type=float, default=0.5,
+                        help="input lengths uniform in [frames * (1 - spread), frames]: 0.5 pads 25%% of the frames; "
+                             "0.05 pads 2.5%%, what the trainer's length-sorted batches pad on the demo corpus")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--bf16", action="store_true", help="bf16 autocast (CUDA, or a CPU with AVX512-BF16/AMX)")
@@ -202,7 +218,7 @@ def main() -> None:
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="torch.profiler table over N more steps")
     parser.add_argument("--models", default="seqx,torch.nn.Transformer",
                         help="comma-separated models timed interleaved, each with optional options "
-                             "(seqx:bf16, seqx:compile, seqx:nodrop, seqx:unfused, seqx:bf16:nodrop...)")
+                             "(seqx:bf16, seqx:compile, seqx:nodrop, seqx:unfused, seqx:cl, seqx:bf16:nodrop...)")
     parser.add_argument("--rows", type=int, default=25, help="rows of the --profile table")
     parser.add_argument("--peak-tflops", type=float, default=989.0, help="accelerator peak for MFU (H100 bf16 dense)")
     parser.add_argument("--json", action="store_true")
@@ -210,7 +226,7 @@ def main() -> None:
 
     device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
                           ("cpu" if args.device == "auto" else args.device))
-    recipe = load_recipe(args.recipe).for_device(device.type)
+    recipe = load_recipe(args.recipe, args.set).for_device(device.type)
     m = recipe.model
     settings = m.model_copy(update={k: v for k, v in {
         "d_model": args.d_model, "enc_layers": args.enc_layers, "dec_layers": args.dec_layers,
@@ -274,13 +290,13 @@ def main() -> None:
         "bf16": args.bf16,
         "compile": args.compile,
         "dims": {k: getattr(dims, k) for k in ("d_model", "heads", "enc_layers", "dec_layers", "d_ff", "frontend", "ctc")},
-        "batch": args.batch, "frames": args.frames, "tokens": args.tokens, "steps": args.steps,
+        "batch": args.batch, "frames": args.frames, "spread": args.spread, "tokens": args.tokens, "steps": args.steps,
         "results": results,
     }
     if "seqx" in results and "torch.nn.Transformer" in results:
         report["ratio_utt_per_s"] = results["seqx"]["utt_per_s"] / results["torch.nn.Transformer"]["utt_per_s"]
     if args.profile:
-        report["profile"] = profile_table(steps[next(iter(steps))], args.profile, args.rows)
+        report["profile"] = profile_table(steps[next(iter(steps))], args.profile, args.rows, device)
     if args.json:
         print(json.dumps(report, indent=1))
         return
