@@ -10,7 +10,11 @@ CPU) with the set's grammar (Debian's JSGF file itself where it ships one), a co
 with the recipe's own voices (data.synth.engines, engine_weights and test_engine: today all four
 engines, flite heard only in test; e.g. --set "data.synth.engines=[espeak-ng]" for espeak-ng alone),
 a model is trained, and the human files are transcribed (beam + CTC, free: no grammar
-constraint, and constrained by the set's grammar; with `--set train.slot_weight=W` the model has
+constraint, and constrained by the set's grammar, with the bundle's rejection of what it does not
+believe and without it: PocketSphinx's JSGF mode rejects nothing, so that column is the like-for-like
+comparison, and the first is what a user gets; each grammar-constrained system, PocketSphinx too, also
+hears the set's out-of-grammar sentences, spoken by the valid voices, and the share it answers with a
+command is reported); with `--set train.slot_weight=W` the model has
 intent/slot heads and a fourth run reranks the constrained beam by them, at decode.slot_weight
 or 1). Beside it
 PocketSphinx decodes the same files constrained by the set's own JSGF grammar (the file Debian
@@ -160,6 +164,9 @@ class SetResult:
     files: list[dict[str, str]] = field(default_factory=list)
     systems: dict[str, dict[str, float]] = field(default_factory=dict)
     train_seconds: float = 0.0
+    # share of the set's out-of-grammar sentences (valid voices, synthetic) answered with a command,
+    # for the systems constrained to the grammar: what rejection buys
+    oog_false_accepts: dict[str, float] = field(default_factory=dict)
 
 
 def score(refs: list[str], hyps: list[str]) -> dict[str, float]:
@@ -171,6 +178,7 @@ def score(refs: list[str], hyps: list[str]) -> dict[str, float]:
 def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:
     from seqx.decode.transcribe import Constraint, transcribe_files
     from seqx.decode.bundle import load_bundle
+    from seqx.decode.negatives import build_negatives
     from seqx.grammar.load import load_grammar
     from seqx.report import Collect
     from seqx.train.stage import choose_reject_thresholds, run_train_stage
@@ -202,24 +210,36 @@ def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:
         print(*said.infos, sep="\n", file=sys.stderr)
     bundle = load_bundle(recipe.bundle_dir)
     systems: dict[str, list[str]] = {}
+    # the out-of-grammar sentences training chose the thresholds with (made then; reused, not remade)
+    oog = [n.audio for n in build_negatives(recipe, hs.load_grammar(), "valid", recipe.eval_dir / "negatives-valid",
+                                            n_oog=80, noise_repeats=1) if n.kind == "oog"]  # fmt: skip
     beam_label = f"seqx beam {bundle.decode.beam} + CTC {bundle.decode.ctc_weight:g}"
     runs = [("seqx greedy", 1, "none", 0.0), (beam_label, bundle.decode.beam, "none", 0.0),
-            (f"{beam_label} + grammar", bundle.decode.beam, "recipe", 0.0)]  # fmt: skip
+            (f"{beam_label} + grammar", bundle.decode.beam, "recipe", 0.0),
+            (f"{beam_label} + grammar, no rejection", bundle.decode.beam, "recipe", 0.0)]  # fmt: skip
     if bundle.heads is not None:  # a model with intent/slot heads: the same beam, reranked by their vote
         weights = [float(w) for w in args.slot_weights.split(",")] if args.slot_weights else []
         for weight in weights or [bundle.decode.slot_weight or 1.0]:
             runs.append((f"{beam_label} + grammar + slot heads {weight:g}", bundle.decode.beam, "recipe", weight))
     for label, beam, grammar, slot_weight in runs:
         settings = bundle.decode.model_copy(update={"beam": beam, "grammar": grammar, "slot_weight": slot_weight})
-        results = transcribe_files(bundle, paths, settings, constraint=Constraint.of(bundle, settings))
+        if label.endswith("no rejection"):  # as PocketSphinx's JSGF mode decodes: the grammar's best path, always
+            settings = settings.model_copy(update={"reject_margin": 0.0, "max_ctc_gap": 0.0, "reject_distance": 1.0})
+        extra = oog if grammar == "recipe" else []
+        results = transcribe_files(bundle, paths + extra, settings, constraint=Constraint.of(bundle, settings))
         # a rejected result ("not understood") has empty text: right only for the no-speech file
-        systems[label] = [normalize_text(r.text, recipe.tokenizer) for r in results]
+        systems[label] = [normalize_text(r.text, recipe.tokenizer) for r in results[: len(paths)]]
+        if extra:
+            result.oog_false_accepts[label] = sum(bool(r.text) for r in results[len(paths) :]) / len(extra)
     if not args.skip_pocketsphinx:
         grammar = hs.load_grammar()
         jsgf = hs.jsgf_file.read_text() if hs.jsgf_file else grammar_to_jsgf(grammar)
         words = grammar.vocabulary()
-        hyps, _ = run_pocketsphinx(pocketsphinx_decoder(jsgf, words), paths)
-        systems["PocketSphinx + JSGF"] = [normalize_text(h, recipe.tokenizer) for h in hyps]
+        hyps, _ = run_pocketsphinx(pocketsphinx_decoder(jsgf, words), paths + oog)
+        systems["PocketSphinx + JSGF"] = [normalize_text(h, recipe.tokenizer) for h in hyps[: len(paths)]]
+        if oog:
+            accepted = sum(bool(h.strip()) for h in hyps[len(paths) :])
+            result.oog_false_accepts["PocketSphinx + JSGF"] = accepted / len(oog)
     for label, hyps in systems.items():
         result.systems[label] = score(refs, hyps)
     for i, (path, ref) in enumerate(zip(paths, refs)):
@@ -268,11 +288,13 @@ def main() -> None:
             files.add_row(*[f[k] or "(nothing)" for k in f])
         console.print(files)
     summary = Table(title=f"human recordings, features.kind {args.kind}")
-    for col in ("set", "system", "files", "WER %", "sentence acc %"):
+    for col in ("set", "system", "files", "WER %", "sentence acc %", "OOG accepted %"):
         summary.add_column(col, justify="right" if "%" in col or col == "files" else "left")
     for r in results:
         for label, s in r.systems.items():
-            summary.add_row(r.name, label, str(s["files"]), f"{100 * s['wer']:.1f}", f"{100 * s['sentence_accuracy']:.1f}")
+            fa = r.oog_false_accepts.get(label)
+            summary.add_row(r.name, label, str(s["files"]), f"{100 * s['wer']:.1f}",
+                            f"{100 * s['sentence_accuracy']:.1f}", "" if fa is None else f"{100 * fa:.0f}")
     console.print(summary)
 
 
