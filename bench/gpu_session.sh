@@ -8,9 +8,14 @@
 #   2. the full recipe (the GPU profile: 256-d, 6/3 layers, 36 epochs, SpecAugment) trained from the
 #      demo corpus's stored features (bench/train_from_stores.py); the bundle comes back in parts
 #      and is scored here, where the audio is (rejection thresholds on valid, then `seqx evaluate`).
-# Carry `.gpu` (ignored by git): .gpu/whl = wheels of what the device image lacks (pydantic, soundfile,
-# soxr, jiwer, openwakeword...: see docs/benchmarks.md), .gpu/exp/commands = the demo corpus's
-# data/*.jsonl, feats/ (one view) and tokenizer/, without audio.
+# Carry `.gpu` (ignored by git, about 49 MB of the 64 MiB a call takes):
+#   .gpu/whl: wheels of what the device image (Python 3.12, torch 2.11) lacks, made here with
+#     pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+#       --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux2014_x86_64 \
+#       -d .gpu/whl pydantic pydantic_core annotated-types typing-inspection soundfile cffi pycparser \
+#       soxr jiwer rapidfuzz openwakeword==0.5.1      (the versions of .venv: pip list)
+#   .gpu/exp/commands: a corpus's data/*.jsonl, data/.stamp.json, feats/ (one view: 4 views of the demo
+#     corpus are 87 MB) and tokenizer/, without audio; e.g. from the last `make demo`'s exp/commands.
 # Locally, as a dry run on the CPU with tiny sizes: DEV=cpu SMALL=1 OUT=/tmp/gpuout bench/gpu_session.sh
 set -u
 OUT=${OUT:-/tmp/gpu_session_out}
