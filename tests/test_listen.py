@@ -284,9 +284,10 @@ def test_speech_without_pauses_is_hard_cut_with_overlap_and_joined(stream) -> No
     assert join_texts(["scroll up", "scroll up"], [False, False]) == "scroll up scroll up"  # a pause cut keeps both
 
 
-def _live(wave: np.ndarray, tmp_path: Path) -> subprocess.Popen[bytes]:
+def _live(wave: np.ndarray, tmp_path: Path, tail_s: float = 0.0) -> subprocess.Popen[bytes]:
+    """`seqx listen --realtime` on the stream, followed by tail_s seconds of silence."""
     path = tmp_path / "live.wav"
-    sf.write(path, wave, R, subtype="PCM_16")
+    sf.write(path, np.concatenate([wave, np.zeros(int(tail_s * R), wave.dtype)]), R, subtype="PCM_16")
     env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "300", "OMP_NUM_THREADS": "1"}
     return subprocess.Popen(
         [sys.executable, "-m", "seqx", "listen", "--segments", "--realtime", "--input", str(path)],
@@ -301,7 +302,9 @@ def test_ctrl_c_stops_cleanly_and_a_closed_pipe_is_one_line(stream, tmp_path: Pa
     import signal
 
     wave, _ = stream
-    run = _live(wave, tmp_path)
+    # 60 s of silence after the commands: on a loaded machine the first line can come late, and
+    # the signal must find listen still running, not already finished with the file
+    run = _live(wave, tmp_path, tail_s=60.0)
     assert run.stdout.readline()  # the first command, at its real time
     run.send_signal(signal.SIGINT)
     _, err = run.communicate(timeout=30)
