@@ -7,7 +7,8 @@ Usage (on a lent GPU, with exp/NAME/{data/*.jsonl, feats, tokenizer} carried the
 Why: a lent GPU receives at most 64 MiB. The demo corpus's features (25 MB) fit, its audio (262 MB)
 does not, and `seqx train` would featurize again there, because its stage keys sign every audio file
 by path, size and time. This runs the trainer `seqx train` runs (seqx.train.stage.train_on_stores:
-the same Trainer, averaging and bundle) on the stores as they are. The rejection thresholds are not
+the same Trainer, averaging and bundle) on the stores as they are, from scratch (checkpoints already
+in exp/NAME are discarded, as with `seqx train --restart`). The rejection thresholds are not
 chosen (that decodes valid's audio and synthesizes negatives): choose them where the audio is, with
 `bench/human.py --recalibrate`'s call or by training there, then `seqx evaluate --model`.
 
