@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -295,15 +296,15 @@ def _live(wave: np.ndarray, tmp_path: Path, tail_s: float = 0.0) -> subprocess.P
         stderr=subprocess.PIPE,
         env=env,
         cwd=REPO,
+        # Ctrl-C as a user's terminal delivers it: a shell's background job (a test run started with
+        # `&`) ignores SIGINT, the child would inherit that, and Python then never raises KeyboardInterrupt
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
 def test_ctrl_c_stops_cleanly_and_a_closed_pipe_is_one_line(stream, tmp_path: Path) -> None:
-    import signal
-
     wave, _ = stream
-    # 60 s of silence after the commands: on a loaded machine the first line can come late, and
-    # the signal must find listen still running, not already finished with the file
+    # 60 s of silence after the commands: the signal must find listen still running, whatever the load
     run = _live(wave, tmp_path, tail_s=60.0)
     assert run.stdout.readline()  # the first command, at its real time
     run.send_signal(signal.SIGINT)
