@@ -178,7 +178,7 @@ def score(refs: list[str], hyps: list[str]) -> dict[str, float]:
 def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:
     from seqx.decode.transcribe import Constraint, transcribe_files
     from seqx.decode.bundle import load_bundle
-    from seqx.decode.negatives import build_negatives
+    from seqx.decode.reject import valid_negatives, without_rejection
     from seqx.grammar.load import load_grammar
     from seqx.report import Collect
     from seqx.train.stage import choose_reject_thresholds, run_train_stage
@@ -210,21 +210,22 @@ def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:
         print(*said.infos, sep="\n", file=sys.stderr)
     bundle = load_bundle(recipe.bundle_dir)
     systems: dict[str, list[str]] = {}
+    set_grammar = hs.load_grammar()
     # the out-of-grammar sentences training chose the thresholds with (made then; reused, not remade)
-    oog = [n.audio for n in build_negatives(recipe, hs.load_grammar(), "valid", recipe.eval_dir / "negatives-valid",
-                                            n_oog=80, noise_repeats=1) if n.kind == "oog"]  # fmt: skip
+    oog = [n.audio for n in valid_negatives(recipe, set_grammar) if n.kind == "oog"]
     beam_label = f"seqx beam {bundle.decode.beam} + CTC {bundle.decode.ctc_weight:g}"
-    runs = [("seqx greedy", 1, "none", 0.0), (beam_label, bundle.decode.beam, "none", 0.0),
-            (f"{beam_label} + grammar", bundle.decode.beam, "recipe", 0.0),
-            (f"{beam_label} + grammar, no rejection", bundle.decode.beam, "recipe", 0.0)]  # fmt: skip
+    # (label, beam, grammar, slot_weight, rejection); without rejection as PocketSphinx's JSGF mode decodes
+    runs = [("seqx greedy", 1, "none", 0.0, True), (beam_label, bundle.decode.beam, "none", 0.0, True),
+            (f"{beam_label} + grammar", bundle.decode.beam, "recipe", 0.0, True),
+            (f"{beam_label} + grammar, no rejection", bundle.decode.beam, "recipe", 0.0, False)]  # fmt: skip
     if bundle.heads is not None:  # a model with intent/slot heads: the same beam, reranked by their vote
         weights = [float(w) for w in args.slot_weights.split(",")] if args.slot_weights else []
         for weight in weights or [bundle.decode.slot_weight or 1.0]:
-            runs.append((f"{beam_label} + grammar + slot heads {weight:g}", bundle.decode.beam, "recipe", weight))
-    for label, beam, grammar, slot_weight in runs:
+            runs.append((f"{beam_label} + grammar + slot heads {weight:g}", bundle.decode.beam, "recipe", weight, True))
+    for label, beam, grammar, slot_weight, rejection in runs:
         settings = bundle.decode.model_copy(update={"beam": beam, "grammar": grammar, "slot_weight": slot_weight})
-        if label.endswith("no rejection"):  # as PocketSphinx's JSGF mode decodes: the grammar's best path, always
-            settings = settings.model_copy(update={"reject_margin": 0.0, "max_ctc_gap": 0.0, "reject_distance": 1.0})
+        if not rejection:
+            settings = without_rejection(settings)
         extra = oog if grammar == "recipe" else []
         results = transcribe_files(bundle, paths + extra, settings, constraint=Constraint.of(bundle, settings))
         # a rejected result ("not understood") has empty text: right only for the no-speech file
@@ -232,9 +233,8 @@ def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:
         if extra:
             result.oog_false_accepts[label] = sum(bool(r.text) for r in results[len(paths) :]) / len(extra)
     if not args.skip_pocketsphinx:
-        grammar = hs.load_grammar()
-        jsgf = hs.jsgf_file.read_text() if hs.jsgf_file else grammar_to_jsgf(grammar)
-        words = grammar.vocabulary()
+        jsgf = hs.jsgf_file.read_text() if hs.jsgf_file else grammar_to_jsgf(set_grammar)
+        words = set_grammar.vocabulary()
         hyps, _ = run_pocketsphinx(pocketsphinx_decoder(jsgf, words), paths + oog)
         systems["PocketSphinx + JSGF"] = [normalize_text(h, recipe.tokenizer) for h in hyps[: len(paths)]]
         if oog:

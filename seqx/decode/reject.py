@@ -17,10 +17,10 @@ from dataclasses import asdict, dataclass
 from seqx.data.manifest import read_manifest
 from seqx.decode.bundle import Bundle
 from seqx.decode.distance import word_distance  # noqa: F401 (re-exported for bench/)
-from seqx.decode.negatives import build_negatives
+from seqx.decode.negatives import Negative, build_negatives
 from seqx.decode.transcribe import Constraint, Result, transcribe_files
 from seqx.grammar.model import Grammar
-from seqx.recipe import Recipe
+from seqx.recipe import DecodeSettings, Recipe
 from seqx.report import Collect, Reporter
 
 FALLBACK = 0.5  # when the valid split cannot tell (no negatives reach the gap check): max_ctc_gap's default
@@ -97,17 +97,30 @@ def choose_pair(
     return best
 
 
-def calibrate(
-    recipe: Recipe, bundle: Bundle, grammar: Grammar, reporter: Reporter | None = None, n_oog: int = 80
-) -> Calibration:
+VALID_OOG = 80  # out-of-grammar sentences the thresholds are chosen against (with the noise clips once)
+
+
+def valid_negatives(recipe: Recipe, grammar: Grammar, reporter: Reporter | None = None) -> list[Negative]:
+    """The negative set the thresholds are chosen on: made once under exp/NAME/eval/negatives-valid
+    and reused, so anything else that scores against it (bench/human.py) hears the same sentences."""
+    return build_negatives(recipe, grammar, "valid", recipe.eval_dir / "negatives-valid", n_oog=VALID_OOG,
+                           noise_repeats=1, reporter=reporter or Collect())  # fmt: skip
+
+
+def without_rejection(settings: DecodeSettings) -> DecodeSettings:
+    """Every "not understood" check off (the CTC gap with and without a grammar, the free distance):
+    the grammar's best path always answers, as a grammar recognizer without rejection decodes."""
+    return settings.model_copy(update={"reject_margin": 0.0, "max_ctc_gap": 0.0, "reject_distance": 1.0})
+
+
+def calibrate(recipe: Recipe, bundle: Bundle, grammar: Grammar, reporter: Reporter | None = None) -> Calibration:
     """Decode the valid split and its negatives constrained, every check off, and choose the
     CTC-gap margin and the free/constrained distance together (`choose_pair`). Valid only:
     the test split and its negatives are never looked at."""
     reporter = reporter or Collect()
     utts = read_manifest(recipe.data_dir / "valid.jsonl")
-    negatives = build_negatives(recipe, grammar, "valid", recipe.eval_dir / "negatives-valid", n_oog=n_oog,
-                                noise_repeats=1, reporter=reporter)  # fmt: skip
-    settings = bundle.decode.model_copy(update={"reject_margin": 0.0, "max_ctc_gap": 0.0, "reject_distance": 1.0})
+    negatives = valid_negatives(recipe, grammar, reporter)
+    settings = without_rejection(bundle.decode)
     constraint = Constraint.of_grammar(bundle, grammar, settings)  # with the heads' vote when decoding has it
     paths = [u.audio for u in utts] + [n.audio for n in negatives]
     results = transcribe_files(bundle, paths, settings, reporter=reporter, constraint=constraint)
