@@ -21,6 +21,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from seqx.grammar.load import load_grammar  # noqa: E402
+from seqx.errors import RecipeError, SeqxError  # noqa: E402
 from seqx.recipe import load_recipe  # noqa: E402
 from seqx.report import Collect  # noqa: E402
 from seqx.train.stage import choose_reject_thresholds  # noqa: E402
@@ -42,4 +43,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except (SeqxError, RecipeError) as err:  # a bad recipe key, a missing file: one line, as the seqx command says it
+        raise SystemExit(f"error: {err}") from None

@@ -27,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from seqx.errors import RecipeError, SeqxError  # noqa: E402
 from seqx.recipe import load_recipe  # noqa: E402
 from seqx.report import Collect  # noqa: E402
 from seqx.train.distributed import init_distributed  # noqa: E402
@@ -61,4 +62,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except (SeqxError, RecipeError) as err:  # a bad recipe key, a missing file: one line, as the seqx command says it
+        raise SystemExit(f"error: {err}") from None
