@@ -25,6 +25,11 @@ Sets (files, reference transcripts):
   cards      pocketsphinx-testdata: cards/001-005.wav, cards.transcription, cards.gram
   goforward  pocketsphinx-testdata: goforward.raw (16 kHz s16), "go forward ten meters", goforward.gram
   alsa       alsa-utils: /usr/share/sounds/alsa/{Front,Rear,Side}_{Left,Right,Center}.wav, Noise.wav = ""
+
+Real voices out of the grammar: each grammar-constrained system also hears the other sets'
+recordings, pocketsphinx-testdata's five LibriVox sentences (read speech, librivox/transcription)
+and something.raw ("go somewhere and do something"), every one whose transcript the set's grammar
+does not hold; the share answered with a command is a false accept on a person, the one users hate.
 """
 
 from __future__ import annotations
@@ -109,6 +114,24 @@ def human_sets() -> dict[str, HumanSet]:
     }
 
 
+def other_speech() -> list[tuple[str, str]]:
+    """Human recordings that belong to no set: LibriVox read speech and something.raw, (path, reference)."""
+    files = [(str(PS_DATA / "something.raw"), "go somewhere and do something")]
+    transcription = PS_DATA / "librivox" / "transcription"
+    if transcription.is_file():
+        for line in transcription.read_text().splitlines():
+            m = re.match(r"\s*<s>(.*)</s>\s*\(([\w-]+)\)", line)
+            if m:
+                files.append((str(PS_DATA / "librivox" / f"{m.group(2)}.wav"), " ".join(m.group(1).split())))
+    return [(p, r) for p, r in files if Path(p).is_file()]
+
+
+def human_out_of_grammar(hs: HumanSet, grammar: Grammar, recipe: Recipe) -> list[str]:
+    """Real voices saying what `hs`'s grammar does not hold: the other sets' speech and other_speech()."""
+    others = [f for name, other in human_sets().items() if name != hs.name for f in other.files if f[1]]
+    return [p for p, ref in others + other_speech() if not grammar.accepts(normalize_text(ref, recipe.tokenizer))]
+
+
 def as_wav(path: str, folder: Path) -> str:
     """A .raw file (16 kHz signed 16-bit mono, as pocketsphinx-testdata ships it) as a wav under folder."""
     if not path.endswith(".raw"):
@@ -167,6 +190,8 @@ class SetResult:
     # share of the set's out-of-grammar sentences (valid voices, synthetic) answered with a command,
     # for the systems constrained to the grammar: what rejection buys
     oog_false_accepts: dict[str, float] = field(default_factory=dict)
+    # the same for real voices out of the grammar (human_out_of_grammar): how many of how many
+    human_oog_answered: dict[str, list[int]] = field(default_factory=dict)
 
 
 def score(refs: list[str], hyps: list[str]) -> dict[str, float]:
@@ -213,6 +238,7 @@ def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:
     set_grammar = hs.load_grammar()
     # the out-of-grammar sentences training chose the thresholds with (made then; reused, not remade)
     oog = [n.audio for n in valid_negatives(recipe, set_grammar) if n.kind == "oog"]
+    people = [as_wav(p, recipe.root / "human") for p in human_out_of_grammar(hs, set_grammar, recipe)]
     beam_label = f"seqx beam {bundle.decode.beam} + CTC {bundle.decode.ctc_weight:g}"
     # (label, beam, grammar, slot_weight, rejection); without rejection as PocketSphinx's JSGF mode decodes
     runs = [("seqx greedy", 1, "none", 0.0, True), (beam_label, bundle.decode.beam, "none", 0.0, True),
@@ -226,20 +252,24 @@ def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:
         settings = bundle.decode.model_copy(update={"beam": beam, "grammar": grammar, "slot_weight": slot_weight})
         if not rejection:
             settings = without_rejection(settings)
-        extra = oog if grammar == "recipe" else []
+        extra = oog + people if grammar == "recipe" else []
         results = transcribe_files(bundle, paths + extra, settings, constraint=Constraint.of(bundle, settings))
         # a rejected result ("not understood") has empty text: right only for the no-speech file
         systems[label] = [normalize_text(r.text, recipe.tokenizer) for r in results[: len(paths)]]
         if extra:
-            result.oog_false_accepts[label] = sum(bool(r.text) for r in results[len(paths) :]) / len(extra)
+            synthetic, human = results[len(paths) : len(paths) + len(oog)], results[len(paths) + len(oog) :]
+            result.oog_false_accepts[label] = sum(bool(r.text) for r in synthetic) / max(1, len(oog))
+            result.human_oog_answered[label] = [sum(bool(r.text) for r in human), len(people)]
     if not args.skip_pocketsphinx:
         jsgf = hs.jsgf_file.read_text() if hs.jsgf_file else grammar_to_jsgf(set_grammar)
         words = set_grammar.vocabulary()
-        hyps, _ = run_pocketsphinx(pocketsphinx_decoder(jsgf, words), paths + oog)
+        hyps, _ = run_pocketsphinx(pocketsphinx_decoder(jsgf, words), paths + oog + people)
         systems["PocketSphinx + JSGF"] = [normalize_text(h, recipe.tokenizer) for h in hyps[: len(paths)]]
         if oog:
-            accepted = sum(bool(h.strip()) for h in hyps[len(paths) :])
+            accepted = sum(bool(h.strip()) for h in hyps[len(paths) : len(paths) + len(oog)])
             result.oog_false_accepts["PocketSphinx + JSGF"] = accepted / len(oog)
+        human = hyps[len(paths) + len(oog) :]
+        result.human_oog_answered["PocketSphinx + JSGF"] = [sum(bool(h.strip()) for h in human), len(people)]
     for label, hyps in systems.items():
         result.systems[label] = score(refs, hyps)
     for i, (path, ref) in enumerate(zip(paths, refs)):
@@ -288,13 +318,14 @@ def main() -> None:
             files.add_row(*[f[k] or "(nothing)" for k in f])
         console.print(files)
     summary = Table(title=f"human recordings, features.kind {args.kind}")
-    for col in ("set", "system", "files", "WER %", "sentence acc %", "OOG accepted %"):
+    for col in ("set", "system", "files", "WER %", "sentence acc %", "OOG accepted %", "people OOG answered"):
         summary.add_column(col, justify="right" if "%" in col or col == "files" else "left")
     for r in results:
         for label, s in r.systems.items():
-            fa = r.oog_false_accepts.get(label)
+            fa, people = r.oog_false_accepts.get(label), r.human_oog_answered.get(label)
             summary.add_row(r.name, label, str(s["files"]), f"{100 * s['wer']:.1f}",
-                            f"{100 * s['sentence_accuracy']:.1f}", "" if fa is None else f"{100 * fa:.0f}")
+                            f"{100 * s['sentence_accuracy']:.1f}", "" if fa is None else f"{100 * fa:.0f}",
+                            "" if people is None else f"{people[0]}/{people[1]}")
     console.print(summary)
 
 
