@@ -40,6 +40,20 @@ def file_signature(path: Path) -> dict[str, Any]:
     return {"path": str(path), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
 
 
+def signature_in(path: str | Path, root: Path) -> object:
+    """`file_signature` of a file of an experiment folder, named relative to that folder when it
+    is inside it: a folder moved or copied with its times (`mv`, `cp -a`, `rsync -a`) keeps every
+    stamp, instead of featurizing and training again. A missing file is its name alone."""
+    text = os.path.abspath(path)
+    base = os.path.abspath(root) + os.sep
+    name = text.removeprefix(base)
+    try:
+        stat = os.stat(text)
+    except OSError:
+        return name
+    return {"path": name, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
 def is_fresh(folder: Path, key: str) -> bool:
     stamp = folder / STAMP_NAME
     try:

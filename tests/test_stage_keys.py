@@ -64,3 +64,32 @@ def test_which_stage_keys_a_setting_changes(tmp_path: Path, setting: str, value:
     base, changed = _recipe(tmp_path), _recipe(tmp_path, **{setting: value})
     moved = {stage for stage, key in KEYS.items() if key(base) != key(changed)}
     assert moved == changes
+
+
+def test_a_moved_experiment_folder_keeps_its_keys(tmp_path: Path) -> None:
+    """`mv` or `cp -a` of an experiment folder: the features and the tokenizer (and so the model)
+    are still up to date there; a file rewritten in either copy changes the key."""
+    import json
+    import os
+    import shutil
+
+    from seqx.data.manifest import read_manifest
+
+    first = _recipe(tmp_path / "a")
+    (first.data_dir / "audio").mkdir(parents=True)
+    for split in SPLITS:
+        (first.data_dir / "audio" / f"{split}.wav").write_bytes(b"RIFF" + bytes(40))
+        row = {"id": split, "audio": f"audio/{split}.wav", "text": "stop", "duration": 1.0, "speaker": "s"}
+        (first.data_dir / f"{split}.jsonl").write_text(json.dumps(row) + "\n")
+
+    def keys(recipe: Recipe) -> tuple[str, str]:
+        utts = {split: read_manifest(recipe.data_dir / f"{split}.jsonl") for split in SPLITS}
+        return featurize_stage_key(recipe, utts), tokenize_stage_key(recipe, ["stop"])
+
+    shutil.copytree(tmp_path / "a", tmp_path / "b", copy_function=shutil.copy2)  # cp -a: times kept
+    second = _recipe(tmp_path / "b")
+    assert keys(second) == keys(first)
+    os.utime(second.data_dir / "audio" / "valid.wav", ns=(1, 1))  # rewritten: features are stale
+    assert keys(second)[0] != keys(first)[0] and keys(second)[1] == keys(first)[1]
+    os.utime(second.data_dir / "train.jsonl", ns=(1, 1))
+    assert keys(second)[1] != keys(first)[1]

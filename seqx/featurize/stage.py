@@ -31,7 +31,7 @@ from seqx.featurize.store import FeatureStoreWriter, check_feats, to_float16
 from seqx.lock import stage_lock
 from seqx.recipe import FeatureSettings, Recipe
 from seqx.report import Collect, Reporter
-from seqx.stage import STAMP_NAME, atomic_write_text, fingerprint, is_fresh, mark_done
+from seqx.stage import STAMP_NAME, atomic_write_text, fingerprint, is_fresh, mark_done, signature_in
 from seqx.tokenize.text import NORMALIZATION, normalize_text
 from seqx.workers import worker_pool
 
@@ -118,17 +118,9 @@ def featurize_stage_key(recipe: Recipe, utts: dict[str, list[Utterance]]) -> str
     if recipe.features.views == 1:
         del features["embed_views"]  # added later, or ignored by this kind: a store made before keeps its key
     normalization = recipe.tokenizer.model_dump(include=set(NORMALIZATION))
-    manifests = [recipe.data_dir / f"{s}.jsonl" for s in SPLITS]
-    audio = [_signature(u.audio) for split in SPLITS for u in utts[split]]
+    manifests = [signature_in(recipe.data_dir / f"{s}.jsonl", recipe.root) for s in SPLITS]
+    audio = [signature_in(u.audio, recipe.root) for split in SPLITS for u in utts[split]]
     return fingerprint(STAGE_VERSION, features, recipe.data.sample_rate, normalization, manifests, audio)
-
-
-def _signature(path: str) -> tuple[str, int, int]:
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return (path, -1, -1)  # missing now; if it appears later the key changes
-    return (path, stat.st_size, stat.st_mtime_ns)
 
 
 def run_featurize_stage(recipe: Recipe, reporter: Reporter | None = None, force: bool = False) -> FeaturizeReport:

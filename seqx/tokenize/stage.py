@@ -17,7 +17,7 @@ from seqx.grammar.load import load_grammar
 from seqx.lock import stage_lock
 from seqx.recipe import Recipe
 from seqx.report import Collect, Reporter
-from seqx.stage import fingerprint, is_fresh, mark_done
+from seqx.stage import fingerprint, is_fresh, mark_done, signature_in
 from seqx.tokenize.tokenizer import Tokenizer, train_tokenizer
 
 
@@ -32,7 +32,7 @@ class TokenizeReport:
 def tokenize_stage_key(recipe: Recipe, words: list[str] | None = None) -> str:
     """The tokenizer depends on its settings, the training transcripts and the grammar's words."""
     words = grammar_words(recipe) if words is None else words
-    return fingerprint(recipe.tokenizer, recipe.data_dir / "train.jsonl", words)
+    return fingerprint(recipe.tokenizer, signature_in(recipe.data_dir / "train.jsonl", recipe.root), words)
 
 
 def run_tokenize_stage(recipe: Recipe, reporter: Reporter | None = None, force: bool = False) -> TokenizeReport:
