@@ -222,6 +222,10 @@ class SynthSettings(_Section):
     # it heard, not the nearest command, which is what rejection compares against. On top of the
     # corpus: 0 = none, and the rest is the same either way. Train only.
     oog_share: float = Field(0.0, ge=0.0, le=0.5)
+    # of those out-of-grammar strings, this share is made of everyday English words the grammar does
+    # not use (seqx/data/other_words.txt): speech that is none of the commands, which a model trained
+    # on a small grammar otherwise hears as the nearest command (docs/data.md). 0 = grammar words only
+    oog_other_share: float = Field(0.0, ge=0.0, le=1.0)
     valid_voices: int = Field(4, ge=1)  # voices reserved for valid (never in train)
     test_voices: int = Field(6, ge=1)  # voices reserved for test (never in train or valid)
     # An engine heard only in test ("a new kind of voice"): all its voices are test speakers and none

@@ -41,6 +41,28 @@ def test_sets_cover_their_references(tmp_path: Path) -> None:
     assert info.samplerate == 16000 and 1.0 < info.duration < 10.0
 
 
+def test_real_voices_out_of_each_grammar(tmp_path: Path) -> None:
+    """Each set's out-of-grammar people: the other sets' speech and the LibriVox / something.raw
+    recordings, none of whose transcripts its grammar accepts, and never its own files."""
+    sets = human.human_sets()
+    if not all(Path(p).is_file() for s in sets.values() for p, _ in s.files):
+        pytest.skip("pocketsphinx-testdata / alsa-utils recordings not installed")
+    other = human.other_speech()
+    assert len(other) == 6 and other[0][1] == "go somewhere and do something"
+    assert other[1][1].startswith("and mister john dashwood")
+    recipe = human.set_recipe(human.DEFAULT_RECIPE, sets["alsa"], _args(tmp_path))
+    for name, s in sets.items():
+        grammar = s.load_grammar()
+        people = human.human_out_of_grammar(s, grammar, recipe)
+        own = {p for p, _ in s.files}
+        assert people and not own & set(people), name
+        assert all(Path(p).is_file() for p in people)
+        refs = {p: r for x in sets.values() for p, r in x.files} | dict(other)
+        assert not any(grammar.accepts(refs[p]) for p in people), name
+    # alsa's 8 speech files and the 6 others are out of the cards grammar; Noise.wav says nothing
+    assert len(human.human_out_of_grammar(sets["cards"], sets["cards"].load_grammar(), recipe)) == 8 + 1 + 6
+
+
 def _args(tmp_path: Path, *sets: str):  # noqa: ANN202
     import argparse
 

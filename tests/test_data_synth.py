@@ -85,6 +85,32 @@ def test_out_of_grammar_share_leaves_the_rest_of_the_corpus_alone() -> None:
     assert len(extra) == round(0.2 * commands) and len({p.text for p in extra}) == len(extra)
 
 
+def test_other_word_share_says_words_the_grammar_does_not_use() -> None:
+    """data.synth.oog_other_share: that share of the out-of-grammar strings is everyday English the
+    grammar does not use (seqx/data/other_words.txt), never a command; the grammar-word strings are
+    the first of those drawn without it, and the commands the same."""
+    from seqx.decode.negatives import other_words
+
+    recipe = load_recipe(REPO / "recipes/commands.yaml", ["data.size=600", "data.synth.oog_share=0.2"])
+    grammar = load_grammar(recipe)
+    assert grammar is not None
+    plain, _ = plan_corpus(recipe.data)
+    synth = recipe.data.synth.model_copy(update={"oog_other_share": 0.5})
+    more, _ = plan_corpus(recipe.data.model_copy(update={"synth": synth}))
+    oog = [p for p in more if p.id.endswith(OOG_SUFFIX)]
+    assert [p for p in more if not p.id.endswith(OOG_SUFFIX)] == [p for p in plain if not p.id.endswith(OOG_SUFFIX)]
+    assert len(oog) == len([p for p in plain if p.id.endswith(OOG_SUFFIX)])
+    pool, vocab = set(other_words(grammar)), set(grammar.vocabulary())
+    assert len(pool) > 500 and not pool & vocab
+    others = round(0.5 * len(oog))
+    plain_oog = [p.text for p in plain if p.id.endswith(OOG_SUFFIX)]
+    assert [p.text for p in oog[: len(oog) - others]] == plain_oog[: len(oog) - others]
+    other = [p.text for p in oog[len(oog) - others :]]
+    words = [w for t in other for w in t.split()]
+    assert sum(w in pool for w in words) > 0.7 * len(words) and set(words) <= pool | vocab
+    assert not any(grammar.accepts(t) for t in other) and len(set(other)) > 0.9 * len(other)
+
+
 def test_every_default_voice_sounds_different() -> None:
     """espeak-ng speaks an unknown variant with the plain voice; such twins would leak a test voice into train."""
     voices = all_voices(load_recipe(REPO / "recipes/commands.yaml").data.synth)

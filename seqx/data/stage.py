@@ -51,6 +51,8 @@ def _key(recipe: Recipe) -> str:
         del settings["synth"]["augment"]  # all off: a corpus made before augmentation existed is still fresh
     if not settings["synth"]["oog_share"]:
         del settings["synth"]["oog_share"]  # added later: corpora made without it stay fresh
+    if not settings["synth"]["oog_other_share"]:
+        del settings["synth"]["oog_other_share"]  # the same
     return fingerprint(STAGE_VERSION, settings, inputs)
 
 

@@ -183,14 +183,17 @@ def _out_of_grammar_plans(plans: list[Plan], grammar: Grammar, settings: DataSet
     generator, so every other utterance is the same with or without them. Never a command, so
     never a held-out one.
     """
-    from seqx.decode.negatives import oog_sentences  # negatives renders with this module
+    from seqx.decode.negatives import oog_sentences, other_word_sentences  # negatives renders with this module
 
     commands = [p for p in plans if p.text]
     count = round(settings.synth.oog_share * len(commands))
     if not count:
         return []
     rng = np.random.default_rng([settings.seed, 8])
-    sentences = oog_sentences(grammar, count, rng)
+    others = round(settings.synth.oog_other_share * count)
+    sentences = oog_sentences(grammar, count - others, rng)
+    if others:  # their own generator: the grammar-word strings are the same with or without them
+        sentences += other_word_sentences(grammar, others, np.random.default_rng([settings.seed, 9]))
     picked = rng.choice(len(commands), size=len(sentences), replace=len(sentences) > len(commands))
     return [
         replace(

@@ -76,6 +76,32 @@ def oog_sentences(grammar: Grammar, n: int, rng: np.random.Generator) -> list[tu
     return [(kind, sentence) for sentence, kind in found.items()]
 
 
+def other_words(grammar: Grammar) -> list[str]:
+    """seqx/data/other_words.txt's everyday English words that `grammar` does not use."""
+    text = (Path(__file__).resolve().parents[1] / "data" / "other_words.txt").read_text()
+    used = set(grammar.vocabulary())
+    words = [w.lower() for line in text.splitlines() if not line.startswith("#") for w in line.split()]
+    return sorted(set(words) - used)
+
+
+def other_word_sentences(grammar: Grammar, n: int, rng: np.random.Generator) -> list[tuple[str, str]]:
+    """n ("other", sentence) pairs of 1 to 8 words, most of them words the grammar does not use
+    (other_words) and about one in five its own: speech that is none of its commands."""
+    pool, vocab = other_words(grammar), grammar.vocabulary()
+    found: list[tuple[str, str]] = []
+    for _ in range(20 * n):
+        if len(found) >= n:
+            break
+        words = [
+            vocab[int(rng.integers(len(vocab)))] if rng.random() < 0.2 else pool[int(rng.integers(len(pool)))]
+            for _ in range(int(rng.integers(1, 9)))
+        ]
+        sentence = " ".join(words)
+        if not grammar.accepts(sentence):
+            found.append(("other", sentence))
+    return found
+
+
 def noise_clip(detail: str, sample_rate: int, rng: np.random.Generator, seed: int) -> np.ndarray:
     """One noise-only clip: `white-0.3`, `8bit`, `pink-0.1` (any corpus noise kind), `silence`."""
     n = int(NOISE_SECONDS * sample_rate)
