@@ -33,7 +33,8 @@ GRAMMAR = (
     " slots: {app: [terminal, browser], way: [up, down], n: ['two: 2', 'five: 5', 'fifteen: 15', 'fifty: 50']}}"
 )
 TINY = [
-    *FBANK, GRAMMAR, "data.size=72", "data.synth.empty_share=0.1", "data.synth.oog_share=0.2", "train.epochs=40",
+    *FBANK, GRAMMAR, "data.size=72", "data.synth.empty_share=0.1", "data.synth.oog_share=0.2",
+    "data.synth.oog_other_share=0", "train.epochs=40",
     "train.slot_weight=1.0", "decode.slot_weight=1.0", "decode.reject_margin=0", "decode.reject_distance=1",
     "decode.precision=fp32",
 ]  # fmt: skip
