@@ -45,13 +45,11 @@ def signature_in(path: str | Path, root: Path) -> object:
     is inside it: a folder moved or copied with its times (`mv`, `cp -a`, `rsync -a`) keeps every
     stamp, instead of featurizing and training again. A missing file is its name alone."""
     text = os.path.abspath(path)
-    base = os.path.abspath(root) + os.sep
-    name = text.removeprefix(base)
+    name = text.removeprefix(os.path.abspath(root) + os.sep)
     try:
-        stat = os.stat(text)
+        return {**file_signature(Path(text)), "path": name}
     except OSError:
         return name
-    return {"path": name, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
 
 
 def is_fresh(folder: Path, key: str) -> bool:
