@@ -15,9 +15,10 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from seqx.constants import DEFAULT_RECIPE, Precision  # noqa: F401 (defined there for the CLI's fast start; re-exported)
 
+from seqx.constants import DEFAULT_RECIPE, Precision
 from seqx.errors import RecipeError
+from seqx.recipe_files import find_recipe, grammar_file_beside, read_recipe_file
 
 
 class _Section(BaseModel):
@@ -627,19 +628,10 @@ def local_device_kind() -> str:
 
 
 def load_recipe(path: str | Path = DEFAULT_RECIPE, overrides: list[str] | None = None) -> Recipe:
-    """Read, override (`key.path=value`, value parsed as YAML) and validate a recipe file."""
-    path = Path(path)
-    if not path.is_file():
-        raise RecipeError(f"{path}: no such recipe file")
-    try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise RecipeError(f"{path}: not valid YAML{where}: {getattr(err, 'problem', err)}") from None
-    if not isinstance(raw, dict):
-        raise RecipeError(f"{path}: the recipe must be a mapping of sections, not {type(raw).__name__}")
-    raw.setdefault("name", path.stem)
+    """Read (a shipped recipe when `path` names one that is not here; `base:` merged in:
+    seqx/recipe_files.py), override (`key.path=value`, value parsed as YAML) and validate a recipe."""
+    path = find_recipe(path)
+    raw = read_recipe_file(path)
     for item in overrides or []:
         key, sep, text = item.partition("=")
         if not sep or not key.strip():
@@ -654,25 +646,10 @@ def load_recipe(path: str | Path = DEFAULT_RECIPE, overrides: list[str] | None =
         for profile in (raw.get("device_profiles") or {}).values():
             if isinstance(profile, dict):
                 profile.pop(key.strip(), None)
-    _grammar_file_beside(raw, path)
+    grammar_file_beside(raw, path)
     recipe = _validate(raw, source=str(path))
     _check_grammar(recipe, path)
     return recipe
-
-
-def _grammar_file_beside(raw: dict[str, Any], path: Path) -> None:
-    """`grammar: FILE` names a file as given, or else one beside the recipe: then the recipe
-    holds that path, so every stage (and its cache key) finds the same file from any directory."""
-    synth = (raw.get("data") or {}).get("synth") if isinstance(raw.get("data"), dict) else None
-    if not isinstance(synth, dict):
-        return
-    grammar = synth.get("grammar")
-    file = grammar if isinstance(grammar, str) else grammar.get("file") if isinstance(grammar, dict) else None
-    if not isinstance(file, str) or Path(file).is_absolute() or Path(file).exists():
-        return
-    beside = path.parent / file
-    if beside.exists():
-        synth["grammar"] = {**grammar, "file": str(beside)} if isinstance(grammar, dict) else str(beside)
 
 
 def _drop_other_grammar_form(raw: dict[str, Any], key: str) -> None:

@@ -199,7 +199,15 @@ def open_grammar(path: str | Path, overrides: list[str] | None = None) -> Gramma
     """What `seqx grammar PATH` shows: a grammar file, or the grammar of a recipe (.yaml without `intents`)."""
     import yaml
 
+    from seqx.errors import RecipeError
+    from seqx.recipe_files import find_recipe
+
     path = Path(path)
+    if path.suffix.lower() in ("", ".yaml", ".yml") and not path.is_file():
+        try:  # a shipped recipe by name (`commands`, or recipes/commands.yaml where there is none)
+            path = find_recipe(path)
+        except RecipeError:
+            pass  # not one: the grammar-file reader below says what is wrong with the path
     if path.suffix.lower() in (".yaml", ".yml") and path.is_file():
         try:
             raw = yaml.safe_load(path.read_text()) or {}
