@@ -23,6 +23,7 @@ from seqx.data.noise import NOISE_KINDS, make_noise
 from seqx.data.synth import speech_span
 from seqx.decode.bundle import Bundle
 from seqx.decode.evaluate import evaluate
+from seqx.decode.result import speech_bounds, speech_part
 from seqx.decode.transcribe import transcribe_files
 from seqx.errors import SeqxError
 from seqx.recipe import Recipe
@@ -98,6 +99,42 @@ def test_silence_and_noise_give_empty_text(trained: tuple[Recipe, Bundle], tmp_p
             sf.write(paths[-1], make_noise(kind, 24000, 16000, rng) * 10 ** (dbfs / 20), 16000)
     for result in transcribe_files(bundle, [str(p) for p in paths], bundle.decode):
         assert result.text == "" and result.no_speech, result
+
+
+def test_seconds_of_silence_around_a_command_are_cut_before_the_model_hears_it(
+    trained: tuple[Recipe, Bundle], tmp_path: Path
+) -> None:
+    """A person's recording often has seconds of silence around the command, where training files
+    have a fraction of one: Silero finds the speech and `decode.speech_margin_s` either side of it
+    is all the model hears, so the padded file decodes as the file itself does."""
+    recipe, bundle = trained
+    utts = [u for u in _train_utts(recipe) if u.text][:8]
+    paths, lengths = [], []
+    for utt in utts:
+        audio, rate = sf.read(utt.audio, dtype="float32")
+        paths.append(str(tmp_path / f"padded-{Path(utt.audio).name}"))
+        sf.write(paths[-1], np.concatenate([np.zeros(2 * rate), audio, np.zeros(2 * rate)]), rate)
+        lengths.append(len(audio))
+    margin = bundle.decode.speech_margin_s
+    assert margin is not None and bundle.decode.vad_threshold > 0  # on by default
+    padded = transcribe_files(bundle, paths, bundle.decode)
+    assert [r.text for r in padded] == [u.text for u in utts]
+    cut_paths = []
+    for path, length in zip(paths, lengths, strict=True):
+        wave, rate = sf.read(path, dtype="float32")
+        first, last = speech_bounds(wave, rate, bundle.decode.vad_threshold)  # type: ignore[misc]
+        assert 2 * rate - 512 <= first < last <= 2 * rate + length + 512  # inside the speech, to a VAD window
+        part = speech_part(wave, rate, bundle.decode.vad_threshold, margin)
+        assert part is not None and len(part) == min(len(wave), last + round(margin * rate)) - (first - round(margin * rate))
+        assert len(part) < len(wave) - 2 * rate  # most of the 4 s of silence is gone
+        assert speech_part(wave, rate, bundle.decode.vad_threshold, None) is wave  # null: the whole file
+        cut_paths.append(path.replace("padded-", "cut-"))
+        sf.write(cut_paths[-1], part, rate)
+    # what decoding heard of each padded file is that part: the same answer with the same score
+    cut = transcribe_files(bundle, cut_paths, bundle.decode.model_copy(update={"speech_margin_s": None}))
+    assert [r.score for r in padded] == pytest.approx([r.score for r in cut], abs=1e-5)
+    noise = make_noise("white", 32000, 16000, np.random.default_rng(7)) * 0.3
+    assert speech_part(noise, 16000, bundle.decode.vad_threshold, margin) is None  # Silero hears no speech
 
 
 def test_clipped_starts_are_not_passed_off_as_commands(trained: tuple[Recipe, Bundle], tmp_path: Path) -> None:

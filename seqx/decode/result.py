@@ -156,10 +156,20 @@ def heard_speech(wave: np.ndarray, sample_rate: int, threshold: float, vad_model
     """The no-speech gate: whether some 32 ms window of the file reaches `threshold` of Silero
     VAD speech probability. True (no gate) when the threshold is 0 or the model is not installed.
     `vad_model`: the Silero graph to use (an export folder's copy) instead of openwakeword's."""
+    return speech_bounds(wave, sample_rate, threshold, vad_model, first_only=True) is not None
+
+
+def speech_bounds(
+    wave: np.ndarray, sample_rate: int, threshold: float, vad_model: Path | None = None, first_only: bool = False
+) -> tuple[int, int] | None:
+    """(start, end) samples of the file from the first to the last 32 ms window that reaches
+    `threshold` of Silero VAD speech probability; None when none does. The whole file when the
+    threshold is 0 or the model is not installed. `first_only`: stop at the first such window
+    (the gate's question; its end is then that window's)."""
     vad = _silero(vad_model) if threshold > 0 else None
     if vad is None:
-        return True
-    from seqx.listen.vad import SAMPLE_RATE, Windower
+        return 0, len(wave)
+    from seqx.listen.vad import SAMPLE_RATE, WINDOW, Windower
 
     audio = np.asarray(wave, dtype=np.float32)
     if sample_rate != SAMPLE_RATE:
@@ -168,9 +178,32 @@ def heard_speech(wave: np.ndarray, sample_rate: int, threshold: float, vad_model
         audio = soxr.resample(audio, sample_rate, SAMPLE_RATE)
     vad.reset()
     windower = Windower()
-    # the first window that reaches the threshold settles it: a command costs the windows up to
-    # its first syllable, only audio without speech is read to the end
-    return any(vad.prob(window) >= threshold for window in [*windower.feed(audio), *windower.flush()])
+    first = last = -1
+    for index, window in enumerate([*windower.feed(audio), *windower.flush()]):
+        if vad.prob(window) >= threshold:
+            first = index if first < 0 else first
+            last = index
+            if first_only:
+                break
+    if first < 0:
+        return None
+    scale = sample_rate / SAMPLE_RATE
+    return round(first * WINDOW * scale), min(len(wave), round((last + 1) * WINDOW * scale))
+
+
+def speech_part(
+    wave: np.ndarray, sample_rate: int, vad_threshold: float, margin_s: float | None, vad_model: Path | None = None
+) -> np.ndarray | None:
+    """The part of a file the model is asked about: from `margin_s` before the first window Silero
+    VAD hears speech in to `margin_s` after the last (the whole file when `margin_s` is None);
+    None when it hears none. Why: training files have 0.05-0.4 s of lead-in and tail, and a
+    person's recording often has seconds of silence or room around the command, which the model
+    never heard (2 s each side: 4 of 5 human cards files -> 1 of 5, docs/benchmarks.md)."""
+    bounds = speech_bounds(wave, sample_rate, vad_threshold, vad_model, first_only=margin_s is None)
+    if bounds is None or margin_s is None:
+        return None if bounds is None else wave
+    pad = round(margin_s * sample_rate)
+    return wave[max(0, bounds[0] - pad) : min(len(wave), bounds[1] + pad)]
 
 
 _VAD: dict = {}  # the Silero sessions by model file, loaded once per process (None when it cannot be)
@@ -190,18 +223,20 @@ def _silero(path: Path | None = None):  # noqa: ANN202 (SileroVad | None; import
 
 def gate(
     result: Result, wave: np.ndarray, sample_rate: int, silence_dbfs: float, vad_threshold: float,
-    vad_model: Path | None = None,
-) -> bool:
-    """Silence and no-speech checks before the model is asked; True when the file goes on to decoding."""
+    vad_model: Path | None = None, margin_s: float | None = None,
+) -> np.ndarray | None:
+    """Silence and no-speech checks before the model is asked: None when the file stops here
+    (`result` says why), else the part of it to decode (`speech_part`: the speech and `margin_s`
+    either side; the whole file when `margin_s` is None)."""
     wave = np.asarray(wave, dtype=np.float32)
     if wave.size == 0 or loudness_dbfs(wave, sample_rate) < silence_dbfs:
         # digital silence is unlike anything a model trains on; don't let it guess a command
         result.no_speech, result.reason = True, "silence"
-        return False
-    if not heard_speech(wave, sample_rate, vad_threshold, vad_model):
+        return None
+    part = speech_part(wave, sample_rate, vad_threshold, margin_s, vad_model)
+    if part is None:
         result.no_speech, result.reason = True, "no speech"
-        return False
-    return True
+    return part
 
 
 # ------------------------------------------------------------------ after the search

@@ -12,7 +12,9 @@ None, `reason` saying why) when:
 
 - silence: the loudest 100 ms is below `decode.silence_dbfs` (the model is not asked);
 - no speech: no 32 ms window reaches `decode.vad_threshold` of Silero VAD speech probability
-  (loud noise; the model is not asked either);
+  (loud noise; the model is not asked either). Otherwise the model hears the file from
+  `decode.speech_margin_s` before the first speech window to as much after the last: a person's
+  seconds of silence around a command are nothing it trained on;
 - rejected: the CTC gap of the answer (seqx/decode/ctc_gap.py: how much less likely per
   frame than the CTC head's own best path) is above `decode.reject_margin` when a grammar
   constrained the search, `decode.max_ctc_gap` when it did not; or, with a grammar, the
@@ -32,6 +34,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from seqx.decode.bundle import Bundle
@@ -156,9 +159,12 @@ class Constraint:
         return cls(grammar, bundle.automaton(grammar), rescorer)
 
 
-def _gate(result: Result, wave: torch.Tensor, sample_rate: int, settings: DecodeSettings) -> bool:
-    """Silence and no-speech checks before the model is asked (seqx/decode/result.py gate)."""
-    return gate(result, wave.numpy(), sample_rate, settings.silence_dbfs, settings.vad_threshold)
+def _gate(result: Result, wave: torch.Tensor, sample_rate: int, settings: DecodeSettings) -> torch.Tensor | None:
+    """Silence and no-speech checks before the model is asked, and the part of the wave to decode
+    (seqx/decode/result.py gate); None when the file stops here."""
+    part = gate(result, wave.numpy(), sample_rate, settings.silence_dbfs, settings.vad_threshold,
+                margin_s=settings.speech_margin_s)  # fmt: skip
+    return None if part is None else torch.from_numpy(np.ascontiguousarray(part))
 
 
 def transcribe_files(
@@ -196,11 +202,12 @@ def transcribe_files(
             _transcribe_long(results[index], wave, bundle, settings, constraint, start)
             task.advance(1)
             continue
-        if not _gate(results[index], wave, bundle.sample_rate, settings):
+        speech = _gate(results[index], wave, bundle.sample_rate, settings)
+        if speech is None:
             results[index].decode_seconds = time.perf_counter() - start
             task.advance(1)
             continue
-        loaded.append((index, featurize(bundle, wave), time.perf_counter() - start))
+        loaded.append((index, featurize(bundle, speech), time.perf_counter() - start))
     loaded.sort(key=lambda item: item[1].shape[0])
     for first in range(0, len(loaded), settings.batch_size):
         chunk = loaded[first : first + settings.batch_size]
@@ -287,8 +294,9 @@ def transcribe_waves(
     for index, wave in enumerate(waves):
         wave = torch.as_tensor(wave, dtype=torch.float32)
         results[index].duration = wave.numel() / bundle.sample_rate
-        if _gate(results[index], wave, bundle.sample_rate, settings):
-            loaded.append((index, featurize(bundle, wave)))
+        speech = _gate(results[index], wave, bundle.sample_rate, settings)
+        if speech is not None:
+            loaded.append((index, featurize(bundle, speech)))
     loaded.sort(key=lambda item: item[1].shape[0])
     for first in range(0, len(loaded), settings.batch_size):
         chunk = loaded[first : first + settings.batch_size]

@@ -25,11 +25,12 @@ CONV_MIN_FRAMES = 7  # seqx.model.frontend: the conv2d front-end's shortest inpu
 SETTINGS = (
     "beam", "nbest", "ctc_weight", "length_penalty", "max_len_ratio", "max_len", "batch_size", "max_segment_s",
     "min_confidence", "max_ctc_gap", "silence_dbfs", "grammar", "reject_margin", "free_beam", "reject_distance",
-    "vad_threshold", "slot_weight",
+    "vad_threshold", "slot_weight", "speech_margin_s",
 )  # fmt: skip
 # an export's config from before a setting existed
 DEFAULTS = {"grammar": "recipe", "reject_margin": "auto", "free_beam": 0, "reject_distance": "auto",
-            "vad_threshold": 0.0, "max_segment_s": 20.0, "slot_weight": 0.0}
+            "vad_threshold": 0.0, "max_segment_s": 20.0, "slot_weight": 0.0,
+            "speech_margin_s": 0.3}
 
 
 def settings_for(model: ExportedModel, **options: Any) -> dict[str, Any]:
@@ -128,10 +129,9 @@ def transcribe_waves(
     for index, wave in enumerate(waves):
         wave = np.asarray(wave, np.float32)
         results[index].duration = wave.size / model.sample_rate
-        if gate(
-            results[index], wave, model.sample_rate, settings["silence_dbfs"], settings["vad_threshold"], model.vad_model
-        ):
-            loaded.append((index, model.features(wave), 0.0))
+        speech = _gate(model, results[index], wave, settings)
+        if speech is not None:
+            loaded.append((index, model.features(speech), 0.0))
     _decode(model, loaded, results, settings)
     seconds = time.perf_counter() - start
     audio = sum(r.duration for r in results) or 1.0
@@ -156,13 +156,17 @@ def transcribe_files(model: ExportedModel, paths: list[str], settings: dict[str,
         result.duration = wave.size / model.sample_rate
         if result.duration > settings["max_segment_s"]:
             _transcribe_long(model, result, wave, settings)
-        elif gate(
-            result, wave, model.sample_rate, settings["silence_dbfs"], settings["vad_threshold"], model.vad_model
-        ):
-            loaded.append((index, model.features(wave), time.perf_counter() - start))
+        elif (speech := _gate(model, result, wave, settings)) is not None:
+            loaded.append((index, model.features(speech), time.perf_counter() - start))
         if result.segments is not None or result.no_speech:
             result.decode_seconds = time.perf_counter() - start
     return _decode(model, loaded, results, settings)
+
+
+def _gate(model: ExportedModel, result: Result, wave: np.ndarray, settings: dict[str, Any]) -> np.ndarray | None:
+    """The silence and no-speech checks, and the part of the wave to decode (seqx.decode.result.gate)."""
+    return gate(result, wave, model.sample_rate, settings["silence_dbfs"], settings["vad_threshold"],
+                model.vad_model, settings["speech_margin_s"])  # fmt: skip
 
 
 def _transcribe_long(model: ExportedModel, result: Result, wave: np.ndarray, settings: dict[str, Any]) -> None:
