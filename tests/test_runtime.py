@@ -95,11 +95,15 @@ def test_fp32_export_transcribes_the_test_split_like_torch(trained: tuple[Recipe
         onnx_results = runtime_transcribe(exported, paths, settings_for(exported, **options))
         _same_results(onnx_results, torch_results, options)
         reasons |= {r.reason for r in onnx_results}
+    # the whole file rather than the speech and decode.speech_margin_s around it (both paths cut alike)
+    whole = {"speech_margin_s": None}
+    onnx_whole = runtime_transcribe(exported, paths, {**settings_for(exported), **whole})
+    _same_results(onnx_whole, transcribe_files(bundle, paths, bundle.decode.model_copy(update=whole)), whole)
     results = runtime_transcribe(exported, paths)
     understood = [r for r in results if r.understood]
     assert understood and all(r.intent for r in understood), "the tiny model should understand commands"
     # the distance rule alone decided some: rejected with a CTC gap the margin lets through
-    assert any(r.reason == "rejected" and r.ctc_gap is not None and r.ctc_gap <= 1.0 for r in results)
+    assert any(r.reason == "rejected" and r.ctc_gap is not None and r.ctc_gap <= 1.0 for r in results + onnx_whole)
     # the gates had work to do: the corpus's empty files are no speech to Silero, and some answers are rejected
     assert {"no speech", "rejected"} <= reasons, reasons
 
