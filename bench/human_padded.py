@@ -1,4 +1,4 @@
-"""Human commands with seconds of silence or room tone around them: does seqx still hear them?
+"""Human commands with seconds of silence or room tone around them, or quieter: does seqx still hear them?
 
 Usage:
     python bench/human_padded.py --exp-dir /tmp/seqx-human [--margins none,0.3] [--sets cards,goforward,alsa] [--json]
@@ -6,7 +6,8 @@ Usage:
 The models are the ones `bench/human.py --exp-dir DIR` trained (one per set, its own grammar);
 nothing is trained here. Each set's command recordings are decoded as the bundle decides (beam,
 grammar, its rejection thresholds), as they are and with silence (digital zeros) or room tone
-(brown noise at -50 / -40 dBFS) added before and after, for each `decode.speech_margin_s` asked
+(brown noise at -50 / -40 dBFS) added before and after, or 20-30 dB quieter (a far or cheap
+microphone), for each `decode.speech_margin_s` asked
 for (`none` = the whole file, as seqx decoded before the cut). Training files have 0.05-0.4 s of
 lead-in; a person's recording often has a second or two. Padded copies go under
 EXP_DIR/padded/; the recordings themselves are only read.
@@ -35,13 +36,16 @@ from seqx.decode.transcribe import transcribe_files  # noqa: E402
 from seqx.featurize.audio import load_audio  # noqa: E402
 
 RATE = 16000
-# name -> (seconds added before and after, room tone level in dBFS or None for digital silence)
+# name -> (seconds added before and after, room tone level in dBFS or None for digital silence,
+# gain of the recording in dB: a far or quiet microphone)
 SURROUNDS = {
-    "as recorded": (0.0, None),
-    "1 s silence": (1.0, None),
-    "2 s silence": (2.0, None),
-    "1 s room -50 dBFS": (1.0, -50.0),
-    "2 s room -40 dBFS": (2.0, -40.0),
+    "as recorded": (0.0, None, 0.0),
+    "1 s silence": (1.0, None, 0.0),
+    "2 s silence": (2.0, None, 0.0),
+    "1 s room -50 dBFS": (1.0, -50.0, 0.0),
+    "2 s room -40 dBFS": (2.0, -40.0, 0.0),
+    "20 dB quieter": (0.0, None, -20.0),
+    "30 dB quieter, 1 s room -60 dBFS": (1.0, -60.0, -30.0),
 }
 
 
@@ -52,12 +56,14 @@ def room_tone(n: int, dbfs: float, rng: np.random.Generator) -> np.ndarray:
     return (walk * 10 ** (dbfs / 20) / (np.sqrt(np.mean(walk**2)) + 1e-12)).astype(np.float32)
 
 
-def padded_copies(files: list[tuple[str, str]], folder: Path, seconds: float, dbfs: float | None, seed: int) -> list[str]:
+def padded_copies(
+    files: list[tuple[str, str]], folder: Path, seconds: float, dbfs: float | None, gain_db: float, seed: int
+) -> list[str]:
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     out = []
     for audio, _ in files:
-        wave = load_audio(as_wav(audio, folder), RATE).numpy()
+        wave = load_audio(as_wav(audio, folder), RATE).numpy() * np.float32(10 ** (gain_db / 20))
         pad = np.zeros(round(seconds * RATE), np.float32)
         wave = np.concatenate([pad, wave, pad])
         if dbfs is not None:
@@ -84,9 +90,9 @@ def main() -> None:
             raise SystemExit(f"{model}: no model; run bench/human.py --exp-dir {args.exp_dir} first")
         bundle = load_bundle(model)
         files = [(a, ref) for a, ref in hs.files if ref]  # commands only (alsa's Noise.wav says nothing)
-        for index, (surround, (seconds, dbfs)) in enumerate(SURROUNDS.items()):
-            folder = args.exp_dir / "padded" / name / surround.replace(" ", "_")
-            paths = padded_copies(files, folder, seconds, dbfs, seed=index)
+        for index, (surround, (seconds, dbfs, gain_db)) in enumerate(SURROUNDS.items()):
+            folder = args.exp_dir / "padded" / name / surround.replace(" ", "_").replace(",", "")
+            paths = padded_copies(files, folder, seconds, dbfs, gain_db, seed=index)
             for margin in margins:
                 settings = bundle.decode.model_copy(update={"speech_margin_s": margin})
                 results = transcribe_files(bundle, paths, settings)

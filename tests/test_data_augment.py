@@ -16,7 +16,8 @@ from scipy import signal
 from seqx.data import augment
 from seqx.data.manifest import read_manifest
 from seqx.data.stage import _key, run_data_stage
-from seqx.data.synth import corpus_plans, render, speak, speech_span
+from seqx.data.synth import corpus_plans, render, speak
+from seqx.featurize.span import speech_span
 from seqx.recipe import AugmentSettings, Voice, load_recipe
 from seqx.report import Collect
 

@@ -13,11 +13,12 @@ from conftest import ESPEAK_ONLY, REPO, enumerate_sentences
 from seqx.data.manifest import read_manifest
 from seqx.data.noise import NOISE_KINDS, draw_noise, mix_at_snr
 from seqx.data.stage import run_data_stage
-from seqx.data.synth import OOG_SUFFIX, plan_corpus, render, speech_span
+from seqx.data.synth import OOG_SUFFIX, plan_corpus, render
 from seqx.data.voices import all_voices, distinct_voices
 from seqx.grammar import GrammarError, is_heldout, load_grammar
 from seqx.grammar.heldout import kept_words
 from seqx.errors import SeqxError
+from seqx.featurize.span import speech_span
 from seqx.recipe import Recipe, RecipeError, Voice, load_recipe
 from seqx.report import Collect
 

@@ -20,12 +20,12 @@ from typer.testing import CliRunner
 
 from seqx.data.manifest import read_manifest, write_manifest
 from seqx.data.noise import NOISE_KINDS, make_noise
-from seqx.data.synth import speech_span
 from seqx.decode.bundle import Bundle
 from seqx.decode.evaluate import evaluate
 from seqx.decode.result import speech_bounds, speech_part
 from seqx.decode.transcribe import transcribe_files
 from seqx.errors import SeqxError
+from seqx.featurize.span import speech_span
 from seqx.recipe import Recipe
 from tiny import FBANK, TEMPLATES, train_tiny
 

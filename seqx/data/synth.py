@@ -28,6 +28,7 @@ from seqx.data.manifest import CLIPPED_SUFFIX, TIGHT_SUFFIX, Utterance
 from seqx.data.noise import NOISE_KINDS, draw_noise, mix_at_snr
 from seqx.data.voices import all_voices, distinct_voices, split_voices, voice_name
 from seqx.errors import SeqxError
+from seqx.featurize.span import speech_span
 from seqx.grammar.heldout import draw, kept_words
 from seqx.grammar.load import grammar_from_settings
 from seqx.grammar.model import Grammar
@@ -363,19 +364,6 @@ def render(plan: Plan, sample_rate: int) -> np.ndarray:
     if drawn is not None:
         audio = augment.apply_channel(audio, drawn, sample_rate)
     return audio.astype(np.float32)
-
-
-def speech_span(speech: np.ndarray, sample_rate: int) -> tuple[int, int]:
-    """(first, last + 1) sample of the 10 ms frames louder than a tenth of the loudest frame's RMS."""
-    hop = max(1, sample_rate // 100)
-    frames = speech[: speech.size // hop * hop].reshape(-1, hop)
-    if frames.size == 0:
-        return 0, speech.size
-    rms = np.sqrt((frames.astype(np.float64) ** 2).mean(axis=1))
-    loud = np.flatnonzero(rms > 0.1 * rms.max())
-    if loud.size == 0:
-        return 0, speech.size
-    return int(loud[0]) * hop, (int(loud[-1]) + 1) * hop
 
 
 def clip_start(speech: np.ndarray, sample_rate: int, share: float) -> np.ndarray:

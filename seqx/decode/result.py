@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from seqx.decode.distance import word_distance
+from seqx.featurize.span import speech_span
 
 if TYPE_CHECKING:
     from seqx.grammar.model import Output, Parse
@@ -194,16 +195,24 @@ def speech_bounds(
 def speech_part(
     wave: np.ndarray, sample_rate: int, vad_threshold: float, margin_s: float | None, vad_model: Path | None = None
 ) -> np.ndarray | None:
-    """The part of a file the model is asked about: from `margin_s` before the first window Silero
-    VAD hears speech in to `margin_s` after the last (the whole file when `margin_s` is None);
-    None when it hears none. Why: training files have 0.05-0.4 s of lead-in and tail, and a
-    person's recording often has seconds of silence or room around the command, which the model
-    never heard (2 s each side: 4 of 5 human cards files -> 1 of 5, docs/benchmarks.md)."""
+    """The part of a file the model is asked about: from `margin_s` before the speech to `margin_s`
+    after it (the whole file when `margin_s` is None); None when Silero VAD hears no speech. Why:
+    training files have 0.05-0.4 s of lead-in and tail, and a person's recording often has seconds
+    of silence or room around the command, which the model never heard (2 s each side: 4 of 5
+    human cards files -> 1 of 5, docs/benchmarks.md).
+
+    The speech runs from the first to the last sound that either Silero VAD or loudness (a 10 ms
+    frame within 20 dB of the loudest: seqx/featurize/span.py) finds: only what both call
+    silence is cut. Silero alone misses the first word of a quiet recording ("front" of "front
+    center" 30 dB down, over room tone); where the room is within 20 dB of the voice, loudness
+    finds sound everywhere and nothing is cut, as before."""
     bounds = speech_bounds(wave, sample_rate, vad_threshold, vad_model, first_only=margin_s is None)
     if bounds is None or margin_s is None:
         return None if bounds is None else wave
+    loud = speech_span(np.asarray(wave, dtype=np.float32), sample_rate)
+    first, last = min(bounds[0], loud[0]), max(bounds[1], loud[1])
     pad = round(margin_s * sample_rate)
-    return wave[max(0, bounds[0] - pad) : min(len(wave), bounds[1] + pad)]
+    return wave[max(0, first - pad) : min(len(wave), last + pad)]
 
 
 _VAD: dict = {}  # the Silero sessions by model file, loaded once per process (None when it cannot be)
