@@ -460,11 +460,12 @@ class DecodeSettings(_Section):
     # no-speech gate: a file in which no 32 ms window reaches this Silero VAD speech probability
     # is not understood, whatever the model would say (loud noise); 0 = off
     vad_threshold: float = Field(0.5, ge=0.0, lt=1.0)
-    # the part of a file the model hears: from this many seconds before the first 32 ms window in
-    # which Silero VAD hears speech to as many after the last (training files have 0.05-0.4 s of
-    # lead-in and tail; a person's recording often has seconds of silence or room around the
-    # command). null = the whole file; nothing is cut when vad_threshold is 0
-    speech_margin_s: Annotated[float, Field(ge=0.0, le=5.0)] | None = 0.3
+    # the part of a file the model hears: from this many seconds before the first sound (a 32 ms
+    # window Silero VAD calls speech, or a 10 ms frame within 20 dB of the loudest) to as many after
+    # the last. Training files have 0.05-0.4 s of lead-in and tail, so one like them is decoded
+    # whole; a person's recording often has seconds of silence or room around the command.
+    # null = the whole file; nothing is cut when vad_threshold is 0
+    speech_margin_s: Annotated[float, Field(ge=0.0, le=5.0)] | None = 0.5
     # with the grammar the model was trained from and a model with intent/slot heads: the constrained
     # beam's n-best is reranked by score + slot_weight * the heads' log-prob of each hypothesis's
     # parse (seqx/decode/slot_rescore.py); 0 = off. No effect on a model without heads

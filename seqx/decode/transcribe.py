@@ -13,8 +13,8 @@ None, `reason` saying why) when:
 - silence: the loudest 100 ms is below `decode.silence_dbfs` (the model is not asked);
 - no speech: no 32 ms window reaches `decode.vad_threshold` of Silero VAD speech probability
   (loud noise; the model is not asked either). Otherwise the model hears the file from
-  `decode.speech_margin_s` before the first speech window to as much after the last: a person's
-  seconds of silence around a command are nothing it trained on;
+  `decode.speech_margin_s` before its first sound to as much after the last: a person's seconds
+  of silence around a command are nothing it trained on;
 - rejected: the CTC gap of the answer (seqx/decode/ctc_gap.py: how much less likely per
   frame than the CTC head's own best path) is above `decode.reject_margin` when a grammar
   constrained the search, `decode.max_ctc_gap` when it did not; or, with a grammar, the

@@ -30,7 +30,7 @@ SETTINGS = (
 # an export's config from before a setting existed
 DEFAULTS = {"grammar": "recipe", "reject_margin": "auto", "free_beam": 0, "reject_distance": "auto",
             "vad_threshold": 0.0, "max_segment_s": 20.0, "slot_weight": 0.0,
-            "speech_margin_s": 0.3}
+            "speech_margin_s": 0.5}
 
 
 def settings_for(model: ExportedModel, **options: Any) -> dict[str, Any]:
