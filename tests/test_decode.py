@@ -118,7 +118,7 @@ def test_seconds_of_silence_around_a_command_are_cut_before_the_model_hears_it(
     margin = bundle.decode.speech_margin_s
     assert margin is not None and bundle.decode.vad_threshold > 0  # on by default
     padded = transcribe_files(bundle, paths, bundle.decode)
-    # (not every one need be: this memorizing model's answers can move with a lead-in ms off its files')
+    # (not every one need be: this memorizing model's answers can move with a lead-in a few ms off its files')
     assert sum(r.text == u.text for r, u in zip(padded, utts, strict=True)) >= len(utts) - 2
     cut_paths = []
     for path, length in zip(paths, lengths, strict=True):
