@@ -24,3 +24,10 @@ class AudioError(SeqxError):
 
 class DiskFullError(SeqxError):
     """A write ran out of space (ENOSPC, or EFBIG under a file-size limit); what was there is intact."""
+
+
+def yaml_problem(err: Exception) -> tuple[int | None, str]:
+    """(1-based line or None, what is wrong) of a YAML parse error: the parts of a one-line message
+    that recipes and grammar files each word in their own way."""
+    mark = getattr(err, "problem_mark", None)
+    return (mark.line + 1 if mark is not None else None), str(getattr(err, "problem", err))

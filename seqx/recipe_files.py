@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from seqx.constants import DEFAULT_RECIPE
-from seqx.errors import RecipeError
+from seqx.errors import RecipeError, yaml_problem
 
 SHIPPED = Path(__file__).resolve().parent / "recipes"
 GRAMMAR_FORMS = ("grammar", "templates", "slots")  # data.synth keys that together say one grammar
@@ -55,9 +55,9 @@ def read_recipe_file(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     try:
         raw = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise RecipeError(f"{path}: not valid YAML{where}: {getattr(err, 'problem', err)}") from None
+        line, problem = yaml_problem(err)
+        where = f" (line {line})" if line is not None else ""
+        raise RecipeError(f"{path}: not valid YAML{where}: {problem}") from None
     if not isinstance(raw, dict):
         raise RecipeError(f"{path}: the recipe must be a mapping of sections, not {type(raw).__name__}")
     raw.setdefault("name", path.stem)

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from seqx.errors import yaml_problem
 from seqx.grammar.errors import GrammarError
 from seqx.grammar.model import Grammar, Output, Slot, SlotValue, Template
 from seqx.grammar.syntax import SLOT_NAME, parse_template, slot_refs
@@ -51,9 +52,8 @@ def grammar_from_file(path: str | Path) -> Grammar:
     try:
         raw = yaml.safe_load(text) or {}
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise GrammarError(f"{path}{line}: not valid YAML: {getattr(err, 'problem', err)}") from None
+        line, problem = yaml_problem(err)
+        raise GrammarError(f"{path}{f':{line}' if line is not None else ''}: not valid YAML: {problem}") from None
     if not isinstance(raw, dict):
         raise GrammarError(f"{path}: a grammar file is a mapping with intents and slots")
     if "grammar" in raw and "intents" not in raw:  # a file that holds a grammar section
