@@ -26,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from seqx.data.manifest import read_manifest  # noqa: E402
 from seqx.decode.bundle import load_bundle  # noqa: E402
-from seqx.decode.transcribe import Constraint, featurize, heard_speech, search_checked  # noqa: E402
+from seqx.decode.result import speech_part  # noqa: E402
+from seqx.decode.transcribe import Constraint, featurize, search_checked  # noqa: E402
 from seqx.featurize.audio import load_audio  # noqa: E402
 from seqx.grammar.tokens import compile_tokens  # noqa: E402
 from seqx.recipe import load_recipe  # noqa: E402
@@ -54,10 +55,14 @@ def main() -> None:
     waves = [load_audio(u.audio, bundle.sample_rate) for u in utts]
     audio_s = sum(w.numel() for w in waves) / bundle.sample_rate
     started = time.perf_counter()
-    for wave in waves:
-        heard_speech(wave, bundle.sample_rate, 0.5)
+    # the gate as decoding runs it: Silero over the file and the part around its sound (decode.speech_margin_s)
+    parts = [speech_part(w.numpy(), bundle.sample_rate, bundle.decode.vad_threshold, bundle.decode.speech_margin_s)
+             for w in waves]  # fmt: skip
     vad_rtf = (time.perf_counter() - started) / audio_s
-    feats = sorted((featurize(bundle, w) for w in waves), key=lambda f: f.shape[0])
+    feats = sorted(
+        (featurize(bundle, torch.from_numpy(p) if p is not None else w) for p, w in zip(parts, waves, strict=True)),
+        key=lambda f: f.shape[0],
+    )
     settings = bundle.decode.model_copy(update={"beam": args.beam, "precision": "fp32"})
     grammar = Constraint(bundle.grammar, automaton)
     # constrained+free: with the free beam (decode.free_beam) that rejection compares against
