@@ -55,7 +55,6 @@ sys.path.insert(0, str(REPO / "bench"))
 from peer_pocketsphinx import pocketsphinx_decoder, run_pocketsphinx  # noqa: E402
 
 from seqx.decode.metrics import pool, utterance_errors  # noqa: E402
-from seqx.errors import SeqxError  # noqa: E402
 from seqx.grammar.jsgf import grammar_to_jsgf  # noqa: E402
 from seqx.grammar.load import grammar_from_dict, grammar_from_file  # noqa: E402
 from seqx.grammar.model import Grammar  # noqa: E402
@@ -218,14 +217,7 @@ def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:
 
     start = time.perf_counter()
     if not args.skip_train:
-        try:
-            run_train_stage(recipe)
-        except SeqxError as err:  # a grammar of a dozen words cannot fill the recipe's BPE vocabulary
-            largest = re.search(r"tokenizer.vocab_size: .* the largest that works is (\d+)", str(err))
-            if largest is None:
-                raise
-            recipe = recipe.model_copy(update={"tokenizer": recipe.tokenizer.model_copy(update={"vocab_size": int(largest.group(1))})})
-            run_train_stage(recipe)
+        run_train_stage(recipe)  # a grammar of a dozen words gets the largest vocabulary it supports
     result.train_seconds = time.perf_counter() - start
     if args.recalibrate:  # the bundle's rejection thresholds chosen again, by the code as it is now
         grammar = load_grammar(recipe)

@@ -14,7 +14,7 @@ from seqx.grammar.load import load_grammar
 from seqx.recipe import TokenizerSettings, load_recipe, recipe_from_dict
 from seqx.tokenize.stage import run_tokenize_stage
 from seqx.tokenize.text import normalize_text, number_words
-from seqx.tokenize.tokenizer import Tokenizer, train_tokenizer
+from seqx.tokenize.tokenizer import Tokenizer, _TooManyPieces, _train_sentencepiece, train_tokenizer
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -77,13 +77,33 @@ def test_special_ids_stable_across_corpora_and_sizes(tmp_path: Path, commands: l
 
 
 @pytest.mark.parametrize("kind", ["bpe", "unigram"])
-def test_too_large_vocab_names_the_largest_that_works(tmp_path: Path, commands: list[str], kind: str) -> None:
+def test_too_large_vocab_gets_the_largest_that_works(tmp_path: Path, commands: list[str], kind: str) -> None:
+    """A grammar of a dozen words cannot fill the default 128 pieces: train anyway, as large as it can."""
     texts = commands[:40]
-    with pytest.raises(SeqxError, match=r"tokenizer.vocab_size: 5000 .* the largest that works is (\d+)") as err:
-        train_tokenizer(texts, tmp_path / "a", TokenizerSettings(kind=kind, vocab_size=5000))
-    largest = int(str(err.value).rsplit(" ", 1)[1])
-    tokenizer = train_tokenizer(texts, tmp_path / "b", TokenizerSettings(kind=kind, vocab_size=largest))
-    assert tokenizer.vocab_size == largest
+    shrunk = train_tokenizer(texts, tmp_path / "a", TokenizerSettings(kind=kind, vocab_size=5000))
+    largest = shrunk.vocab_size
+    assert 5 < largest < 5000
+    assert Tokenizer.load(tmp_path / "a").settings.vocab_size == largest  # what was written is what it is
+    lines = [normalize_text(t, shrunk.settings) for t in texts]
+    with pytest.raises(_TooManyPieces):  # one more is what sentencepiece refuses: it is the largest
+        _train_sentencepiece(lines, TokenizerSettings(kind=kind, vocab_size=largest + 1))
+    exact = train_tokenizer(texts, tmp_path / "b", TokenizerSettings(kind=kind, vocab_size=largest))
+    assert exact.vocab_size == largest
+    assert exact.encode("open the terminal") == shrunk.encode("open the terminal")
+
+
+def test_stage_says_when_the_vocabulary_shrank(tmp_path: Path, commands: list[str]) -> None:
+    from seqx.report import Collect
+
+    recipe = _recipe(tmp_path, vocab_size=5000)
+    _write_manifests(recipe, commands[:40])
+    said = Collect()
+    report = run_tokenize_stage(recipe, said)
+    assert report.vocab_size < 5000
+    assert said.warnings == [
+        f"tokenizer.vocab_size: 5000 is more than the training text supports; using {report.vocab_size}, "
+        "the largest that works"
+    ]
 
 
 def test_no_transcripts_is_a_clear_error(tmp_path: Path) -> None:

@@ -55,6 +55,12 @@ def _run_tokenize_stage(recipe: Recipe, reporter: Reporter, force: bool) -> Toke
         except SeqxError as err:  # damaged since: train it again (the same text gives the same model)
             reporter.warn(f"{err}; training the tokenizer again")
     tokenizer = train_tokenizer(texts + words, out_dir, recipe.tokenizer)
+    wanted = recipe.tokenizer.vocab_size
+    if recipe.tokenizer.kind != "char" and tokenizer.vocab_size < wanted:
+        reporter.warn(
+            f"tokenizer.vocab_size: {wanted} is more than the training text supports; "
+            f"using {tokenizer.vocab_size}, the largest that works"
+        )
     mark_done(out_dir, key)
     return TokenizeReport(str(out_dir), False, tokenizer.vocab_size, len(texts))
 

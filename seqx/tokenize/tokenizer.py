@@ -75,12 +75,36 @@ class Tokenizer:
 
 
 def train_tokenizer(texts: Iterable[str], out_dir: str | Path, settings: TokenizerSettings) -> Tokenizer:
-    """Train on normalized, non-empty texts; write bpe.model + tokenizer.json under out_dir."""
+    """Train on normalized, non-empty texts; write bpe.model + tokenizer.json under out_dir.
+
+    `vocab_size` is the most pieces: a text too small to support that many (a grammar of a
+    dozen words cannot fill the default 128) gets the largest size that works, and the
+    settings written say so. The caller compares and tells the user.
+    """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     lines = [t for t in (normalize_text(x, settings) for x in texts) if t]
     if not lines:
         raise SeqxError(f"{out_dir}: no non-empty training transcripts to train a tokenizer on")
+    try:
+        model = _train_sentencepiece(lines, settings)
+    except _TooManyPieces as err:
+        settings = settings.model_copy(update={"vocab_size": err.largest})
+        model = _train_sentencepiece(lines, settings)
+    with atomic_write(out_dir / MODEL_NAME) as tmp:
+        tmp.write_bytes(model)
+    fault_point("tokenize")
+    atomic_write_text(out_dir / SETTINGS_NAME, json.dumps(settings.model_dump(), indent=1))
+    return Tokenizer(out_dir / MODEL_NAME, settings)
+
+
+class _TooManyPieces(Exception):
+    def __init__(self, largest: int) -> None:
+        super().__init__(largest)
+        self.largest = largest
+
+
+def _train_sentencepiece(lines: list[str], settings: TokenizerSettings) -> bytes:
     model = io.BytesIO()
     try:
         spm.SentencePieceTrainer.train(
@@ -105,13 +129,6 @@ def train_tokenizer(texts: Iterable[str], out_dir: str | Path, settings: Tokeniz
     except RuntimeError as err:
         match = re.search(r"value <= (\d+)", str(err))
         if match:
-            raise SeqxError(
-                f"tokenizer.vocab_size: {settings.vocab_size} is more than the training text supports; "
-                f"the largest that works is {match.group(1)}"
-            ) from None
+            raise _TooManyPieces(int(match.group(1))) from None
         raise SeqxError(f"tokenizer: sentencepiece failed: {str(err).splitlines()[0]}") from None
-    with atomic_write(out_dir / MODEL_NAME) as tmp:
-        tmp.write_bytes(model.getvalue())
-    fault_point("tokenize")
-    atomic_write_text(out_dir / SETTINGS_NAME, json.dumps(settings.model_dump(), indent=1))
-    return Tokenizer(out_dir / MODEL_NAME, settings)
+    return model.getvalue()
