@@ -143,13 +143,28 @@ def as_wav(path: str, folder: Path) -> str:
     return str(target)
 
 
+def set_model_name(set_name: str, kind: str) -> str:
+    """The experiment name a set's model is trained under (one per feature kind)."""
+    return f"human-{set_name}-{kind.replace('+', '-')}"
+
+
+def load_set_bundle(exp_dir: Path, set_name: str, kind: str):
+    """The bundle `bench/human.py --exp-dir EXP_DIR` trained for a set, for the benches that only decode."""
+    from seqx.decode.bundle import load_bundle
+
+    model = exp_dir / set_model_name(set_name, kind) / "model"
+    if not model.is_dir():
+        raise SystemExit(f"{model}: no model; run bench/human.py --exp-dir {exp_dir} first")
+    return load_bundle(model)
+
+
 def set_recipe(base: Path, hs: HumanSet, args: argparse.Namespace) -> Recipe:
     """The base recipe with the set's grammar and the cpu profile's size; its voices are the recipe's."""
     raw = load_recipe(base, args.set).model_dump()
     synth = raw["data"]["synth"]
     # every sentence of the set's grammar may be trained on: the human files are the test
     synth.update(grammar=hs.grammar, templates=[], slots={}, heldout_command_share=0.0)
-    raw["name"] = f"human-{hs.name}-{args.kind.replace('+', '-')}"
+    raw["name"] = set_model_name(hs.name, args.kind)
     raw["exp_dir"] = str(args.exp_dir)
     raw["features"]["kind"] = args.kind
     embedding = args.kind.startswith("speech_embedding")

@@ -29,9 +29,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from human import as_wav, human_sets  # noqa: E402
+from human import as_wav, human_sets, load_set_bundle  # noqa: E402
 
-from seqx.decode.bundle import load_bundle  # noqa: E402
 from seqx.decode.transcribe import transcribe_files  # noqa: E402
 from seqx.featurize.audio import load_audio  # noqa: E402
 
@@ -85,10 +84,7 @@ def main() -> None:
     rows: list[dict] = []
     for name in args.sets.split(","):
         hs = human_sets()[name]
-        model = args.exp_dir / f"human-{name}-{args.kind.replace('+', '-')}" / "model"
-        if not model.is_dir():
-            raise SystemExit(f"{model}: no model; run bench/human.py --exp-dir {args.exp_dir} first")
-        bundle = load_bundle(model)
+        bundle = load_set_bundle(args.exp_dir, name, args.kind)
         files = [(a, ref) for a, ref in hs.files if ref]  # commands only (alsa's Noise.wav says nothing)
         for index, (surround, (seconds, dbfs, gain_db)) in enumerate(SURROUNDS.items()):
             folder = args.exp_dir / "padded" / name / surround.replace(" ", "_").replace(",", "")

@@ -33,9 +33,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from human import as_wav, human_sets  # noqa: E402
+from human import as_wav, human_sets, load_set_bundle  # noqa: E402
 
-from seqx.decode.bundle import load_bundle  # noqa: E402
 from seqx.decode.reject import without_rejection  # noqa: E402
 from seqx.decode.transcribe import transcribe_files  # noqa: E402
 from seqx.featurize.audio import load_audio  # noqa: E402
@@ -118,11 +117,11 @@ def in_room(wave: np.ndarray, room: Room, rng: np.random.Generator) -> np.ndarra
 
 def room_copies(files: list[tuple[str, str]], folder: Path, room: Room, draws: int, seed: int) -> list[str]:
     folder.mkdir(parents=True, exist_ok=True)
+    waves = [load_audio(as_wav(audio, folder), RATE).numpy() for audio, _ in files]
     out = []
     for draw in range(draws if room.rt60_s is not None or room.snr_db is not None else 1):
-        for index, (audio, _) in enumerate(files):
+        for index, ((audio, _), wave) in enumerate(zip(files, waves, strict=True)):
             rng = np.random.default_rng([seed, draw, index])
-            wave = load_audio(as_wav(audio, folder), RATE).numpy()
             out.append(str(folder / f"{Path(audio).stem}-{draw}.wav"))
             sf.write(out[-1], in_room(wave, room, rng), RATE)
     return out
@@ -140,12 +139,7 @@ def main() -> None:
     for name in args.sets.split(","):
         hs = human_sets()[name]
         files = [(a, ref) for a, ref in hs.files if ref]  # commands only (alsa's Noise.wav says nothing)
-        bundles = {}
-        for exp_dir in args.exp_dir:
-            model = exp_dir / f"human-{name}-{args.kind.replace('+', '-')}" / "model"
-            if not model.is_dir():
-                raise SystemExit(f"{model}: no model; run bench/human.py --exp-dir {exp_dir} first")
-            bundles[str(exp_dir)] = load_bundle(model)
+        bundles = {str(exp_dir): load_set_bundle(exp_dir, name, args.kind) for exp_dir in args.exp_dir}
         for index, (condition, room) in enumerate(CONDITIONS.items()):
             folder = args.exp_dir[0] / "rooms" / name / f"c{index}"
             paths = room_copies(files, folder, room, args.draws, seed=index)
