@@ -191,7 +191,8 @@ def main() -> None:
         print(json.dumps(rows, indent=1))
         return
     table = Table(
-        title=f"human commands, {args.conditions}: right / files (rejected) as each bundle decides; right with no rejection"
+        title=f"human commands, {args.conditions}: right / files (rejected) as each bundle decides; "
+        "right with no rejection"
     )
     table.add_column("condition")
     for exp_dir in args.exp_dir:
