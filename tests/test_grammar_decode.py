@@ -6,6 +6,7 @@ reject margin chosen on valid and stored in the bundle."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ import soundfile as sf
 from seqx.data.manifest import read_manifest
 from seqx.data.synth import OOG_SUFFIX
 from seqx.decode.bundle import Bundle
+from seqx.decode.negatives import read_negatives
 from seqx.decode.reject import choose_margin
 from seqx.decode.transcribe import transcribe_files
 from seqx.grammar import load_grammar
@@ -50,6 +52,28 @@ def test_bundle_stores_grammar_and_reject_margin(trained: tuple[Recipe, Bundle])
     assert config["decode"]["reject_margin"] == bundle.decode.reject_margin
     assert config["reject"]["commands"] > 0 and config["reject"]["negatives"] > 0
     assert (recipe.eval_dir / "negatives-valid" / "negatives.jsonl").is_file()
+
+
+def test_negatives_are_found_from_anywhere(
+    trained: tuple[Recipe, Bundle], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The negative set's files are named relative to its folder: a moved experiment, or one made
+    with a relative exp_dir and evaluated from another directory, still finds every file."""
+    recipe, _ = trained
+    folder = recipe.eval_dir / "negatives-valid"
+    rows = [json.loads(line) for line in (folder / "negatives.jsonl").read_text().splitlines()]
+    assert rows and all("/" not in row["audio"] for row in rows)
+    moved = tmp_path / "moved"
+    shutil.copytree(folder, moved)
+    monkeypatch.chdir(tmp_path)
+    found = read_negatives(moved / "negatives.jsonl")
+    assert [Path(n.audio).parent for n in found] == [moved] * len(rows)
+    assert all(Path(n.audio).is_file() for n in found)
+    # a set written before the names were relative (paths from the directory it was made in)
+    old = moved / "old.jsonl"
+    before = [{**row, "audio": f"exp/x/eval/negatives-valid/{row['audio']}"} for row in rows]
+    old.write_text("".join(json.dumps(row) + "\n" for row in before))
+    assert [n.audio for n in read_negatives(old)] == [n.audio for n in found]
 
 
 def test_constrained_equals_free_where_free_is_a_command(trained: tuple[Recipe, Bundle]) -> None:

@@ -12,7 +12,9 @@ voices to choose `decode.reject_margin`), with the corpus's rates, pitches, leve
 (seqx/data/synth.py renders them as it renders the corpus). Noise clips: white noise
 (std 0.01, 0.1, 0.3), 8-bit random samples, the corpus noise bank's kinds at the same
 levels, and silence. The set is written once under its folder and reused while the
-grammar, voices and counts stay the same.
+grammar, voices and counts stay the same. Its manifest names each file relative to the folder:
+an experiment made with a relative `exp_dir` (the default, `exp`) is evaluated from any working
+directory, and a moved experiment folder keeps its negatives.
 """
 
 from __future__ import annotations
@@ -180,7 +182,8 @@ def build_negatives(
             sf.write(path, noise_clip(detail, recipe.data.sample_rate, rng, recipe.data.seed + r), recipe.data.sample_rate,
                      subtype="PCM_16")  # fmt: skip
             negatives.append(Negative(path.stem, str(path), "noise", detail))
-    atomic_write_text(folder / MANIFEST, "".join(json.dumps(asdict(n)) + "\n" for n in negatives))
+    rows = [{**asdict(n), "audio": Path(n.audio).name} for n in negatives]  # relative to the folder
+    atomic_write_text(folder / MANIFEST, "".join(json.dumps(row) + "\n" for row in rows))
     mark_done(folder, key, oog=sum(n.kind == "oog" for n in negatives), noise=sum(n.kind == "noise" for n in negatives))
     return negatives
 
@@ -197,4 +200,8 @@ def _render(job: tuple[Plan, int, str, str]) -> str | None:
 
 
 def read_negatives(path: Path) -> list[Negative]:
-    return [Negative(**json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+    """The set in a manifest, each file found in the manifest's folder. Sets written before the
+    names were relative hold paths relative to the working directory they were made in; every
+    file of a set is in its folder, so the name alone is enough for those too."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [Negative(**{**row, "audio": str(path.parent / Path(row["audio"]).name)}) for row in rows]
