@@ -428,6 +428,10 @@ class DecodeSettings(_Section):
     beam: int = Field(8, ge=1, le=256)  # 1 = greedy
     nbest: int = Field(1, ge=1, le=256)
     ctc_weight: float = Field(0.3, ge=0.0, le=1.0)  # joint CTC/attention scoring; 0 = attention only
+    # the CTC weight of free (unconstrained) search: decoding without a grammar, and the free beam
+    # beside a constrained one; null = ctc_weight. Free search heard more right at 0.2-0.3 than at
+    # 0.5, where the grammar's search does best (docs/benchmarks.md "The CTC weight at decode time")
+    free_ctc_weight: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
     length_penalty: float = Field(1.0, ge=0.0, le=5.0)  # score / len**alpha
     max_len_ratio: float = Field(0.5, gt=0.0)  # max output tokens per encoder frame (after front-end)
     max_len: int = Field(64, ge=1)  # hard cap on output tokens
@@ -487,6 +491,10 @@ class DecodeSettings(_Section):
         from seqx.decode.result import distance_limit
 
         return distance_limit(self.reject_distance, constrained)
+
+    def search_ctc_weight(self, constrained: bool) -> float:
+        """The CTC weight of a beam search held to a grammar (ctc_weight) or free (free_ctc_weight when set)."""
+        return self.ctc_weight if constrained or self.free_ctc_weight is None else self.free_ctc_weight
 
     @property
     def greedy(self) -> bool:

@@ -113,6 +113,25 @@ def test_greedy_with_grammar_is_beam_one(grammar: Grammar, tokenizer: Tokenizer)
     assert [[h.tokens for h in n] for n in greedy] == [[h.tokens for h in n if not h.flagged] for n in beam1]
 
 
+def test_free_ctc_weight_weighs_the_free_search_only(grammar: Grammar, tokenizer: Tokenizer) -> None:
+    """decode.free_ctc_weight is the CTC weight of a search without a grammar; one held to the
+    grammar keeps ctc_weight."""
+    automaton = compile_tokens(grammar, tokenizer)
+    model = random_model(tokenizer, 5)
+    memory, mem_lens = encoded(model, 5)
+    base = DecodeSettings(beam=4, nbest=4, ctc_weight=0.5, max_len=30, max_len_ratio=2.0)
+
+    def scored(settings: DecodeSettings, automaton: TokenAutomaton | None = None) -> list[list[tuple]]:
+        found = decode_batch(model, memory, mem_lens, settings, grammar=automaton)
+        return [[(tuple(h.tokens), round(h.score, 4)) for h in n] for n in found]
+
+    free_at_0 = scored(base.merged(free_ctc_weight=0.0))
+    assert free_at_0 == scored(base.merged(ctc_weight=0.0))
+    assert free_at_0 != scored(base)  # the weight did change the free search
+    assert scored(base.merged(free_ctc_weight=0.0), automaton) == scored(base, automaton)
+    assert scored(base.merged(ctc_weight=0.0), automaton) != scored(base, automaton)
+
+
 def test_an_automaton_that_allows_everything_changes_nothing(tokenizer: Tokenizer) -> None:
     """With every token allowed in one final state, the grammar scorer adds 0 everywhere:
     constrained greedy and beam equal the free ones exactly."""

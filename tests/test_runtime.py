@@ -90,7 +90,9 @@ def test_fp32_export_transcribes_the_test_split_like_torch(trained: tuple[Recipe
     exported = load_exported(onnx_dir, threads=1)
     assert exported.grammar is not None and bundle.decode.free_beam > 0 and bundle.decode.vad_threshold > 0
     reasons: set[str | None] = set()
-    for options in ({}, {"greedy": True}, {"nbest": 3}, {"grammar": "none"}):
+    # free_ctc_weight: the free beam beside the grammar's, and free decoding, at another CTC weight
+    for options in ({}, {"greedy": True}, {"nbest": 3}, {"grammar": "none"}, {"free_ctc_weight": 0.0},
+                    {"grammar": "none", "free_ctc_weight": 0.1}):
         torch_results = transcribe_files(bundle, paths, bundle.decode.merged(**options))
         onnx_results = runtime_transcribe(exported, paths, settings_for(exported, **options))
         _same_results(onnx_results, torch_results, options)

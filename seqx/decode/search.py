@@ -73,7 +73,7 @@ def decode_batch(
     max_len = max_output_len(mem_lens, settings)
     if settings.greedy and grammar is None:
         return [[h] for h in greedy_search(model, memory, mem_lens, max_len, use_cache=use_cache)]
-    ctc_weight = settings.ctc_weight if model.dims.ctc and not settings.greedy else 0.0
+    ctc_weight = settings.search_ctc_weight(grammar is not None) if model.dims.ctc and not settings.greedy else 0.0
     scorers = [GrammarScorer(grammar)] if grammar is not None else []
     nbests = beam_search(
         model, memory, mem_lens, beam=settings.beam, nbest=settings.nbest, ctc_weight=ctc_weight,

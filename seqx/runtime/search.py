@@ -226,7 +226,9 @@ def decode_batch(
     greedy = beam == 1 and nbest == 1
     if greedy and automaton is None:
         return [[h] for h in greedy_search(DecoderScorer(step, cross_k, cross_v, mem_lens, dims), limit, dims["eos_id"])]
-    ctc_weight = settings["ctc_weight"] if dims["ctc"] and not greedy else 0.0
+    free_weight = settings.get("free_ctc_weight")
+    weight = settings["ctc_weight"] if automaton is not None or free_weight is None else free_weight
+    ctc_weight = weight if dims["ctc"] and not greedy else 0.0
     decoder = DecoderScorer(step, cross_k, cross_v, mem_lens, dims, weight=1.0 - ctc_weight)
     scorers: list[Any] = [decoder]
     if ctc_weight > 0:
