@@ -179,3 +179,31 @@ def test_actions_match_a_slot_whose_output_is_a_number() -> None:
     found = match_action(actions, "set a timer for twelve minutes", "set_timer", {"number": 12})
     assert found is not None and render_argv(found, "", {"number": 12}) == ["timer", "12"]
     assert match_action(actions, "set a timer for two minutes", "set_timer", {"number": 2}) is None
+
+
+def test_command_scores_count_which_slot_values_were_heard_as_which() -> None:
+    """`seqx evaluate`'s confusions: understood answers only (a rejection is a false reject, not a
+    confusion), one entry per differing slot or the intent, most frequent first."""
+    from seqx.decode.evaluate import NOT_SAID, _command_scores
+    from seqx.decode.result import Result
+    from seqx.grammar import grammar_from_dict
+
+    grammar = grammar_from_dict({
+        "intents": {"timer": ["set a timer for {number} minutes [called {label}]"], "stop": ["stop"]},
+        "slots": {"number": ["four: 4", "fourteen: 14", "forty: 40"], "label": ["tea", "eggs"]},
+    })  # fmt: skip
+    said_heard = [
+        ("set a timer for fourteen minutes", "set a timer for forty minutes", True),
+        ("set a timer for fourteen minutes", "set a timer for forty minutes", True),
+        ("set a timer for four minutes called tea", "set a timer for four minutes", True),
+        ("set a timer for forty minutes", "stop", True),
+        ("set a timer for four minutes", "set a timer for forty minutes", False),  # rejected: not counted
+        ("stop", "stop", True),
+    ]
+    refs = [said for said, _, _ in said_heard]
+    results = [Result(path=str(i), text=heard, understood=ok) for i, (_, heard, ok) in enumerate(said_heard)]
+    scores = _command_scores(refs, results, grammar)
+    assert scores.commands == 6 and scores.acceptance == 1 / 6 and scores.false_rejects == 1 / 6
+    assert [(c.slot, c.said, c.heard, c.count) for c in scores.confusions] == [
+        ("number", "14", "40", 2), ("intent", "timer", "stop", 1), ("label", "tea", NOT_SAID, 1),
+    ]  # fmt: skip

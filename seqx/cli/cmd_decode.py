@@ -21,6 +21,8 @@ from seqx.cli.common import (
 from seqx.errors import SeqxError
 from seqx.constants import DEFAULT_RECIPE, Precision
 
+SHOWN_CONFUSIONS = 8  # rows of `seqx evaluate`'s confusion table (--json has the report's 20)
+
 ModelOpt = Annotated[
     Optional[Path],
     typer.Option("--model", "-m", help="Model bundle folder (default: the one `seqx train recipes/commands.yaml` wrote)."),
@@ -219,4 +221,12 @@ def evaluate(
         for kind in first.negatives.by_kind:
             kinds.add_row(kind, *(pct(r.negatives.by_kind[kind]) for r in reports.values() if r.negatives))
         out.print(kinds)
+    for mode, r in reports.items():
+        if r.commands and r.commands.confusions:
+            confusions = Table(title=f"{mode}: slot values heard wrong")
+            for column in ("slot", "said", "heard", "times"):
+                confusions.add_column(column, justify="right" if column == "times" else "left")
+            for c in r.commands.confusions[:SHOWN_CONFUSIONS]:
+                confusions.add_row(c.slot, c.said, c.heard, str(c.count))
+            out.print(confusions)
     out.print(f"details {', '.join(r.details_path for r in reports.values())}", highlight=False)

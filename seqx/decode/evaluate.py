@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from seqx.decode.bundle import Bundle
 from seqx.decode.metrics import Scores, UtteranceErrors, pool, utterance_errors
 from seqx.decode.negatives import Negative, build_negatives
 from seqx.decode.transcribe import Constraint, Result, resolve_precision, transcribe_files
-from seqx.grammar.model import Grammar
+from seqx.grammar.model import Grammar, Parse
 from seqx.errors import SeqxError
 from seqx.recipe import DecodeSettings, Recipe
 from seqx.report import Collect, Reporter
@@ -44,6 +45,23 @@ class CommandScores:
     # per slot key of the references (and "intent"): the share of the commands that say it whose
     # result has the same value (a rejected or unparsed result counts wrong)
     slot_accuracy: dict[str, float] = field(default_factory=dict)
+    # the answers that were understood but wrong, as (slot, value said, value heard) counted, most
+    # frequent first: what to look at before changing a grammar or a corpus (which numbers blur)
+    confusions: list[SlotConfusion] = field(default_factory=list)
+
+
+@dataclass
+class SlotConfusion:
+    """One slot value heard as another in understood answers ("intent" for the intent)."""
+
+    slot: str
+    said: str
+    heard: str  # NOT_SAID when the answer has no value for the slot
+    count: int
+
+
+NOT_SAID = "(none)"  # a slot value one side of a confusion does not have
+MAX_CONFUSIONS = 20  # the most frequent kept in a report
 
 
 @dataclass
@@ -151,6 +169,7 @@ def evaluate(
 def _command_scores(references: list[str], results: list[Result], parser: Grammar) -> CommandScores:
     accepted = rejected = n = 0
     right: dict[str, list[bool]] = {}
+    confused: Counter[tuple[str, str, str]] = Counter()
     for ref, res in zip(references, results):
         if not ref:
             continue
@@ -163,8 +182,21 @@ def _command_scores(references: list[str], results: list[Result], parser: Gramma
             right.setdefault("intent", []).append(got is not None and got.intent == want.intent)
             for key, value in want.slots.items():
                 right.setdefault(key, []).append(got is not None and got.slots.get(key) == value)
+        if want is not None and got is not None:
+            confused.update(_confusions(want, got))
     slots = {key: sum(v) / len(v) for key, v in sorted(right.items())}
-    return CommandScores(n, accepted / max(n, 1), rejected / max(n, 1), slots)
+    ranked = sorted(confused.items(), key=lambda item: (-item[1], item[0]))[:MAX_CONFUSIONS]
+    return CommandScores(n, accepted / max(n, 1), rejected / max(n, 1), slots,
+                         [SlotConfusion(slot, said, heard, count) for (slot, said, heard), count in ranked])
+
+
+def _confusions(want: Parse, got: Parse) -> list[tuple[str, str, str]]:
+    """(slot, said, heard) for each way an understood answer's parse differs from the reference's."""
+    if got.intent != want.intent:
+        return [("intent", want.intent, got.intent)]
+    keys = sorted(set(want.slots) | set(got.slots))
+    return [(key, str(want.slots.get(key, NOT_SAID)), str(got.slots.get(key, NOT_SAID)))
+            for key in keys if want.slots.get(key) != got.slots.get(key)]  # fmt: skip
 
 
 def _negative_scores(
