@@ -1,7 +1,7 @@
 """Real human recordings that Debian ships, against a seqx model trained on seqx's own voices only.
 
 Usage:
-    python bench/human.py [--sets cards,goforward,alsa] [--kind speech_embedding|fbank|...]
+    python bench/human.py [--sets cards,goforward,alsa,digits] [--kind speech_embedding|fbank|...]
                           [--epochs N] [--size N] [--exp-dir /tmp/seqx-human] [--set KEY=VALUE]
                           [--slot-weights W,...] [--json]
 
@@ -25,6 +25,8 @@ Sets (files, reference transcripts):
   cards      pocketsphinx-testdata: cards/001-005.wav, cards.transcription, cards.gram
   goforward  pocketsphinx-testdata: goforward.raw (16 kHz s16), "go forward ten meters", goforward.gram
   alsa       alsa-utils: /usr/share/sounds/alsa/{Front,Rear,Side}_{Left,Right,Center}.wav, Noise.wav = ""
+  digits     pocketsphinx-testdata: tidigits/dhd.2934z.raw (16 kHz s16; TIDIGITS names a file by what it
+             says: "two nine three four zero"), strings of one to seven digits (zero, oh, one ... nine)
 
 Real voices out of the grammar: each grammar-constrained system also hears the other sets'
 recordings, pocketsphinx-testdata's five LibriVox sentences (read speech, librivox/transcription)
@@ -62,6 +64,7 @@ from seqx.recipe import DEFAULT_RECIPE, Recipe, load_recipe, recipe_from_dict  #
 from seqx.tokenize.text import normalize_text  # noqa: E402
 
 PS_DATA = Path("/usr/share/pocketsphinx/test/data")
+MAX_DIGITS = 7  # TIDIGITS' longest strings
 ALSA = Path("/usr/share/sounds/alsa")
 
 
@@ -109,6 +112,13 @@ def human_sets() -> dict[str, HumanSet]:
             {"intents": {"channel": ["{position} {side}"]},
              "slots": {"position": ["front", "rear", "side"], "side": ["left", "right", "center"]}},
             None, "alsa-utils",
+        ),  # fmt: skip
+        "digits": HumanSet(
+            "digits",
+            [(str(PS_DATA / "tidigits" / "dhd.2934z.raw"), "two nine three four zero")],
+            {"intents": {"digits": [" ".join(["{digit}"] * n) for n in range(1, MAX_DIGITS + 1)]},
+             "slots": {"digit": ["zero", "oh", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]}},
+            None, "pocketsphinx-testdata",
         ),  # fmt: skip
     }
 
@@ -287,7 +297,7 @@ def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recipe", type=Path, default=DEFAULT_RECIPE)
-    parser.add_argument("--sets", default="cards,goforward,alsa")
+    parser.add_argument("--sets", default="cards,goforward,alsa,digits")
     parser.add_argument("--kind", default="speech_embedding", help="features.kind: speech_embedding, fbank, mfcc, ...")
     parser.add_argument("--epochs", type=int, default=0, help="0: the profile's")
     parser.add_argument("--size", type=int, default=0, help="corpus utterances; 0: the profile's")

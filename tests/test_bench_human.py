@@ -59,8 +59,11 @@ def test_real_voices_out_of_each_grammar(tmp_path: Path) -> None:
         assert all(Path(p).is_file() for p in people)
         refs = {p: r for x in sets.values() for p, r in x.files} | dict(other)
         assert not any(grammar.accepts(refs[p]) for p in people), name
-    # alsa's 8 speech files and the 6 others are out of the cards grammar; Noise.wav says nothing
-    assert len(human.human_out_of_grammar(sets["cards"], sets["cards"].load_grammar(), recipe)) == 8 + 1 + 6
+    # alsa's 8 speech files, goforward, the digits and the 6 others are out of the cards grammar;
+    # Noise.wav says nothing
+    assert len(human.human_out_of_grammar(sets["cards"], sets["cards"].load_grammar(), recipe)) == 8 + 1 + 1 + 6
+    # the digits speaker is a person saying numbers, as TIDIGITS names the file
+    assert sets["digits"].load_grammar().parse("two nine three four zero").slots["digit_5"] == "zero"
 
 
 def _args(tmp_path: Path, *sets: str):  # noqa: ANN202
