@@ -54,6 +54,27 @@ def test_bundle_stores_grammar_and_reject_margin(trained: tuple[Recipe, Bundle])
     assert (recipe.eval_dir / "negatives-valid" / "negatives.jsonl").is_file()
 
 
+def test_a_grammar_of_few_words_gets_everyday_english_as_negatives(
+    trained: tuple[Recipe, Bundle], tmp_path: Path
+) -> None:
+    """Every string of up to three digits is a command of this grammar, so its own words make
+    no out-of-grammar sentence: everyday English (`other`) makes up the set, spoken by the
+    split's voices; a grammar whose words suffice (the tiny one) gets none."""
+    from seqx.decode.negatives import build_negatives
+    from seqx.grammar import grammar_from_dict
+
+    recipe, bundle = trained
+    digits = grammar_from_dict({"intents": {"digits": ["{d}", "{d} {d}", "{d} {d} {d}"]},
+                                "slots": {"d": ["one", "two", "three"]}})  # fmt: skip
+    negatives = build_negatives(recipe, digits, "valid", tmp_path / "digits", n_oog=6, noise_repeats=1)
+    said = [n for n in negatives if n.kind == "oog"]
+    assert len(said) == 6 and all(n.detail == "other" and not digits.accepts(n.said) for n in said)
+    assert any(word not in digits.vocabulary() for n in said for word in n.said.split())
+    assert all(Path(n.audio).is_file() for n in negatives)
+    own = build_negatives(recipe, bundle.grammar, "valid", tmp_path / "own", n_oog=6, noise_repeats=1)
+    assert [n.detail for n in own if n.kind == "oog"] and not [n for n in own if n.detail == "other"]
+
+
 def test_negatives_are_found_from_anywhere(
     trained: tuple[Recipe, Bundle], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
