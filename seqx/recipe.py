@@ -493,8 +493,11 @@ class DecodeSettings(_Section):
         return distance_limit(self.reject_distance, constrained)
 
     def search_ctc_weight(self, constrained: bool) -> float:
-        """The CTC weight of a beam search held to a grammar (ctc_weight) or free (free_ctc_weight when set)."""
-        return self.ctc_weight if constrained or self.free_ctc_weight is None else self.free_ctc_weight
+        """The CTC weight of a beam search held to a grammar (ctc_weight) or free (free_ctc_weight
+        when set); the rule is the runtime's too, so it lives beside the verdict's."""
+        from seqx.decode.result import ctc_weight_for
+
+        return ctc_weight_for(self.ctc_weight, self.free_ctc_weight, constrained)
 
     @property
     def greedy(self) -> bool:

@@ -113,6 +113,12 @@ def ctc_margin(reject_margin: float | str, max_ctc_gap: float, constrained: bool
     return float(max_ctc_gap)
 
 
+def ctc_weight_for(ctc_weight: float, free_ctc_weight: float | None, constrained: bool) -> float:
+    """The CTC weight of a beam search: ctc_weight held to a grammar, free_ctc_weight (when set)
+    for a free one (free decoding, and the free beam the distance check compares with)."""
+    return ctc_weight if constrained or free_ctc_weight is None else free_ctc_weight
+
+
 def distance_limit(reject_distance: float | str, constrained: bool) -> float:
     """The free/constrained word-distance threshold that applies (1.0 = no check: free
     decoding, or `auto` not chosen yet)."""

@@ -19,7 +19,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from seqx.decode.result import Hypothesis, rank  # the torch path's own (torch-free) hypotheses and ranking
+# the torch path's own (torch-free) hypotheses, ranking and CTC-weight rule
+from seqx.decode.result import Hypothesis, ctc_weight_for, rank
 from seqx.runtime.ctc import CTCPrefixScorer, CTCPrefixState
 
 MAX_NGRAM, REPEATS, TOKEN_REPEATS = 4, 3, 4  # seqx.decode.search's loop guard
@@ -226,8 +227,7 @@ def decode_batch(
     greedy = beam == 1 and nbest == 1
     if greedy and automaton is None:
         return [[h] for h in greedy_search(DecoderScorer(step, cross_k, cross_v, mem_lens, dims), limit, dims["eos_id"])]
-    free_weight = settings.get("free_ctc_weight")
-    weight = settings["ctc_weight"] if automaton is not None or free_weight is None else free_weight
+    weight = ctc_weight_for(settings["ctc_weight"], settings.get("free_ctc_weight"), automaton is not None)
     ctc_weight = weight if dims["ctc"] and not greedy else 0.0
     decoder = DecoderScorer(step, cross_k, cross_v, mem_lens, dims, weight=1.0 - ctc_weight)
     scorers: list[Any] = [decoder]
