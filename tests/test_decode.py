@@ -27,6 +27,7 @@ from seqx.decode.transcribe import transcribe_files
 from seqx.errors import SeqxError
 from seqx.featurize.span import speech_span
 from seqx.recipe import Recipe
+from conftest import REPO
 from tiny import FBANK, TEMPLATES, train_tiny
 
 TINY = [*TEMPLATES, *FBANK, "data.size=64", "data.synth.empty_share=0.4", "train.epochs=60"]
@@ -227,3 +228,18 @@ def test_cli_transcribe_json_and_exit_code(trained: tuple[Recipe, Bundle], tmp_p
     missing = runner.invoke(app, ["transcribe", good.audio, "--model", str(tmp_path)])
     assert isinstance(missing.exception, SeqxError)  # main() turns it into one red line, exit 1
     assert "no trained model bundle" in str(missing.exception)
+
+
+def test_evaluate_set_decode_reaches_the_bundle_settings() -> None:
+    """`seqx evaluate --set decode.KEY=V` overrides the bundle's decode settings (which the recipe's
+    section alone would not reach); other keys and `auto` thresholds leave the bundle's alone."""
+    from seqx.cli.cmd_decode import decode_overrides
+    from seqx.recipe import DecodeSettings, load_recipe
+
+    sets = ["decode.beam=3", "decode.free_ctc_weight=0.2", "decode.reject_distance=auto", "train.epochs=2"]
+    recipe = load_recipe(REPO / "recipes/commands.yaml", sets)
+    trained = DecodeSettings(beam=8, ctc_weight=0.5, reject_margin=0.4, reject_distance=0.3)
+    merged = trained.merged(**decode_overrides(recipe.decode, sets))
+    assert (merged.beam, merged.free_ctc_weight, merged.ctc_weight) == (3, 0.2, 0.5)
+    assert (merged.reject_margin, merged.reject_distance) == (0.4, 0.3)  # chosen at training, kept
+    assert decode_overrides(recipe.decode, None) == {}

@@ -20,6 +20,7 @@ from seqx.cli.common import (
 )
 from seqx.errors import SeqxError
 from seqx.constants import DEFAULT_RECIPE, Precision
+from seqx.recipe import DecodeSettings
 
 SHOWN_CONFUSIONS = 8  # rows of `seqx evaluate`'s confusion table (--json has the report's 20)
 
@@ -75,6 +76,18 @@ def _bundle(  # noqa: ANN202 (Bundle import is lazy)
     # the recipe is read only when it is needed: --model works from any folder
     default = model or load_for_this_machine(recipe, overrides, device).bundle_dir
     return load_bundle(locate_bundle(model, default, recipe), device=device)
+
+
+def decode_overrides(recipe_decode: DecodeSettings, overrides: list[str] | None) -> dict[str, object]:
+    """The `--set decode.KEY=VALUE` settings, as the recipe parsed and checked them, to lay over the bundle's.
+
+    A bundle carries the decode settings it was trained with (rejection thresholds chosen on
+    valid included), so the recipe's `decode` section alone would not reach it; what the user
+    names on the command line does. `auto` thresholds keep the bundle's: they were chosen at training.
+    """
+    keys = {o.split("=", 1)[0].strip().removeprefix("decode.") for o in overrides or () if o.strip().startswith("decode.")}
+    values = {key: getattr(recipe_decode, key) for key in keys if key in DecodeSettings.model_fields}
+    return {key: value for key, value in values.items() if value != "auto"}
 
 
 def _check_precision(precision: str | None) -> None:
@@ -179,7 +192,7 @@ def evaluate(
     _check_precision(precision)
     loaded = load_for_this_machine(recipe, overrides, device)
     bundle = _bundle(model, device, recipe, overrides)
-    settings = bundle.decode.merged(
+    settings = bundle.decode.merged(**decode_overrides(loaded.decode, overrides)).merged(
         beam=beam, greedy=greedy, ctc_weight=ctc_weight, precision=precision, max_ctc_gap=max_ctc_gap, grammar=grammar,
         slot_weight=slot_weight,
     )
