@@ -218,6 +218,10 @@ class SynthSettings(_Section):
         0.6,
     )  # share of the speech cut from the start, drawn per clipped utterance
     heldout_command_share: float = Field(0.1, ge=0.0, le=0.5)  # distinct commands never in train
+    # this share of train's slot-value draws favours values whose words few other values say
+    # ("fourteen" over "forty one"), so each word of a slot is heard about as often (Grammar.
+    # word_balanced_weights); valid and test stay uniform. 0 = uniform draws, the corpus as before
+    word_balance: float = Field(0.0, ge=0.0, le=1.0)
     # this share of train's commands again as out-of-grammar strings of the grammar's words
     # (shuffled, swapped, random) with their real transcripts: the free decoder learns to say what
     # it heard, not the nearest command, which is what rejection compares against. On top of the

@@ -73,6 +73,21 @@ def test_corpus_is_drawn_from_the_grammar_and_holds_out_by_hash() -> None:
         assert trained == set(grammar.vocabulary()) or name == "smarthome"  # every word heard in training
 
 
+def test_word_balance_changes_what_train_says_and_nothing_else() -> None:
+    """data.synth.word_balance reweighs train's slot values; valid and test (what users say) and
+    every voice, rate and noise draw stay the ones of a uniform corpus."""
+    recipe = load_recipe(REPO / "recipes/commands.yaml", ["data.size=600"])
+    plain, _ = plan_corpus(recipe.data)
+    synth = recipe.data.synth.model_copy(update={"word_balance": 1.0})
+    balanced, _ = plan_corpus(recipe.data.model_copy(update={"synth": synth}))
+    assert [p for p in balanced if p.split != "train"] == [p for p in plain if p.split != "train"]
+    train = [(a, b) for a, b in zip(plain, balanced, strict=True) if a.split == "train" and a.text]
+    assert all((a.voice, a.rate, a.snr_db) == (b.voice, b.rate, b.snr_db) for a, b in train)
+    teens = {"thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"}
+    count = lambda plans: sum(bool(teens & set(p.text.split())) for p in plans)  # noqa: E731
+    assert count(b for _, b in train) > 1.5 * count(a for a, _ in train)
+
+
 def test_out_of_grammar_share_leaves_the_rest_of_the_corpus_alone() -> None:
     """data.synth.oog_share adds train utterances of out-of-grammar strings, from their own
     random stream: every other plan is the one drawn without them."""

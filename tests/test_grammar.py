@@ -185,6 +185,28 @@ def test_parse_of_every_sampled_sentence_is_the_path_it_was_drawn_from() -> None
                 drawn.intent, drawn.slots, drawn.template)
 
 
+def test_word_balance_hears_every_number_word_about_as_often() -> None:
+    """Uniform value draws say "forty" ten times as often as "fourteen"; word-balanced draws
+    bring every number word within 2x of the others, still say every value, leave a slot of
+    distinct one-word values uniform, and at 0 draw exactly what `sample` drew before."""
+    grammar = load_grammar(load_recipe(REPO / "recipes/commands.yaml"))
+
+    def said(balance: float) -> Counter:
+        rng = np.random.default_rng(3)
+        parses = [grammar.sample(rng, balance) for _ in range(6000)]
+        return Counter(str(p.slots["number"]) for p in parses if "number" in p.slots), Counter(
+            w for p in parses if "number" in p.slots for w in p.text.split()[-2:] if w not in ("for", "to", "minutes"))
+
+    (plain_values, plain_words), (values, words) = said(0.0), said(1.0)
+    assert plain_words["forty"] > 6 * plain_words["fourteen"]
+    tens, teens = ("twenty", "thirty", "forty", "fifty"), ("thirteen", "fourteen", "fifteen", "sixteen", "seventeen")
+    assert max(words[w] for w in tens + teens) < 2 * min(words[w] for w in tens + teens)
+    assert len(values) == 60 == len(plain_values)
+    assert np.allclose(grammar.word_balanced_weights("app"), 1 / 10)  # one distinct word (or two) each
+    rng, again = np.random.default_rng(5), np.random.default_rng(5)
+    assert [grammar.sample(rng).text for _ in range(50)] == [grammar.sample(again, 0.0).text for _ in range(50)]
+
+
 def test_to_dict_round_trips() -> None:
     grammar = _small()
     again = Grammar.from_dict(json.loads(json.dumps(grammar.to_dict())))

@@ -53,6 +53,8 @@ def _key(recipe: Recipe) -> str:
         del settings["synth"]["oog_share"]  # added later: corpora made without it stay fresh
     if not settings["synth"]["oog_other_share"]:
         del settings["synth"]["oog_other_share"]  # the same
+    if not settings["synth"]["word_balance"]:
+        del settings["synth"]["word_balance"]  # the same
     return fingerprint(STAGE_VERSION, settings, inputs)
 
 

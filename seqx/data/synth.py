@@ -102,7 +102,8 @@ def plan_corpus(
     for split_index, split in enumerate(SPLITS):
         split_rng = np.random.default_rng([settings.seed, 2, split_index])
         pick_voice = _voice_picker(by_split[split], synth.engine_weights)
-        pick_text = _text_picker(grammar, synth.heldout_command_share, settings.seed, split_index)
+        balance = synth.word_balance if split == "train" else 0.0  # valid and test say what users say
+        pick_text = _text_picker(grammar, synth.heldout_command_share, settings.seed, split_index, balance)
         split_plans = []
         for i in range(sizes[split]):
             plan, is_heldout = _plan_one(split, i, split_index, split_rng, pick_voice, pick_text, settings)
@@ -115,7 +116,9 @@ def plan_corpus(
     return plans, sorted(heldout)
 
 
-def _text_picker(grammar: Grammar, share: float, seed: int, split_index: int) -> Callable[[bool], str | None]:
+def _text_picker(
+    grammar: Grammar, share: float, seed: int, split_index: int, word_balance: float = 0.0
+) -> Callable[[bool], str | None]:
     """Draws one split's commands, held out (True) or not (False); None when the grammar has none such.
 
     The sentences come from their own generator: a held-out command may take several draws,
@@ -125,7 +128,7 @@ def _text_picker(grammar: Grammar, share: float, seed: int, split_index: int) ->
     kept = kept_words(grammar, share, seed)
 
     def pick(heldout: bool) -> str | None:
-        parse = draw(grammar, rng, share, seed, heldout, kept)
+        parse = draw(grammar, rng, share, seed, heldout, kept, word_balance)
         return None if parse is None else parse.text
 
     return pick

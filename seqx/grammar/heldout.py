@@ -58,15 +58,22 @@ def kept_words(grammar: Grammar, share: float, seed: int) -> frozenset[str]:
 
 
 def draw(
-    grammar: Grammar, rng: np.random.Generator, share: float, seed: int, heldout: bool, kept: frozenset[str] | None = None
+    grammar: Grammar,
+    rng: np.random.Generator,
+    share: float,
+    seed: int,
+    heldout: bool,
+    kept: frozenset[str] | None = None,
+    word_balance: float = 0.0,
 ) -> Parse | None:
     """A sampled sentence that is (heldout=True) or is not held out; None after MAX_TRIES misses.
 
     `kept`: `kept_words(grammar, share, seed)`, computed once by a caller that draws many.
+    `word_balance`: as `Grammar.sample`.
     """
     kept = kept_words(grammar, share, seed) if kept is None else kept
     for _ in range(MAX_TRIES):
-        parse = grammar.sample(rng)
+        parse = grammar.sample(rng, word_balance)
         if is_heldout(parse.text, share, seed, kept) == heldout:
             return parse
     return None

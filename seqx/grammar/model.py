@@ -70,6 +70,7 @@ class Grammar:
     name: str
     templates: list[Template]
     slots: dict[str, Slot] = field(default_factory=dict)
+    _balanced: dict[str, np.ndarray] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for template in self.templates:
@@ -173,31 +174,60 @@ class Grammar:
         weights = np.array([t.weight for t in self.templates], dtype=np.float64)
         return weights / weights.sum()
 
-    def sample(self, rng: np.random.Generator) -> Parse:
-        """One random sentence: a template by weight, then uniform choices (alternatives, optionals, values)."""
+    def sample(self, rng: np.random.Generator, word_balance: float = 0.0) -> Parse:
+        """One random sentence: a template by weight, then uniform choices (alternatives, optionals, values).
+
+        `word_balance`: this share of slot-value draws follow `word_balanced_weights` instead of
+        being uniform. 0 draws exactly as before (no extra random numbers are taken).
+        """
         if not self.templates:
             raise GrammarError(f"{self.name}: the grammar has no templates")
         template = self.templates[int(rng.choice(len(self.templates), p=self._weights))]
         words: list[str] = []
         slots: dict[str, Output] = {}
-        self._draw(template.expr, rng, words, slots)
+        self._draw(template.expr, rng, words, slots, word_balance)
         return Parse(template.intent, slots, " ".join(words), template.text)
 
-    def _draw(self, expr: Expr, rng: np.random.Generator, words: list[str], slots: dict[str, Output]) -> None:
+    def _draw(
+        self, expr: Expr, rng: np.random.Generator, words: list[str], slots: dict[str, Output], balance: float
+    ) -> None:
         if isinstance(expr, Word):
             words.append(expr.text)
         elif isinstance(expr, Seq):
             for item in expr.items:
-                self._draw(item, rng, words, slots)
+                self._draw(item, rng, words, slots, balance)
         elif isinstance(expr, Alt):
-            self._draw(expr.options[int(rng.integers(len(expr.options)))], rng, words, slots)
+            self._draw(expr.options[int(rng.integers(len(expr.options)))], rng, words, slots, balance)
         elif isinstance(expr, Opt):
             if rng.random() < 0.5:
-                self._draw(expr.item, rng, words, slots)
+                self._draw(expr.item, rng, words, slots, balance)
         else:
-            value = self.slots[expr.name].values[int(rng.integers(len(self.slots[expr.name].values)))]
+            values = self.slots[expr.name].values
+            if balance > 0 and rng.random() < balance:
+                value = values[int(rng.choice(len(values), p=self.word_balanced_weights(expr.name)))]
+            else:
+                value = values[int(rng.integers(len(values)))]
             words.extend(value.words)
             slots[_slot_key(slots, expr.name)] = value.output
+
+    def word_balanced_weights(self, slot: str) -> np.ndarray:
+        """Draw probabilities of a slot's values that give its words more equal shares.
+
+        Uniform draws over "one" ... "sixty" say "forty" in ten values and "fourteen" in one, so a
+        model trained on them hears "forty" ten times as often and answers it for "fourteen". Here
+        a value weighs the mean of 1 / (values saying the word) over its words: a word's share no
+        longer grows with the number of values it is part of. Slots of one-word values that are all
+        different stay uniform.
+        """
+        if slot not in self._balanced:
+            values = self.slots[slot].values
+            saying: dict[str, int] = {}
+            for value in values:
+                for word in set(value.words):
+                    saying[word] = saying.get(word, 0) + 1
+            weights = np.array([np.mean([1.0 / saying[w] for w in v.words]) for v in values])
+            self._balanced[slot] = weights / weights.sum()
+        return self._balanced[slot]
 
     def parse(self, text: str) -> Parse | None:
         """The first template (in grammar order) that matches the sentence, with its slot values; None if none."""
