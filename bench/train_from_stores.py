@@ -15,6 +15,11 @@ chosen (that decodes valid's audio and synthesizes negatives): choose them where
 The recipe is applied for the device it runs on (`device_profiles`), so on a GPU it is the full
 recipe; keep data.* equal to the corpus's (the cpu profile's data.size 3000 for the demo corpus)
 only so that the run key records it.
+
+--without-copies first drops the clipped and tight copies (`data.synth.clipped_share`) from every
+store's index: they come on top of an otherwise unchanged corpus, so one carried corpus gives both
+models of the "with and without clipped_share" comparison. The shards and cmvn.json stay as they
+are (cmvn's statistics then include the copies' frames).
 """
 
 from __future__ import annotations
@@ -27,11 +32,26 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from seqx.data.manifest import CLIPPED_SUFFIX, TIGHT_SUFFIX  # noqa: E402
 from seqx.errors import RecipeError, SeqxError  # noqa: E402
+from seqx.featurize.store import INDEX  # noqa: E402
 from seqx.recipe import load_recipe  # noqa: E402
 from seqx.report import Collect  # noqa: E402
 from seqx.train.distributed import init_distributed  # noqa: E402
 from seqx.train.stage import pick_device, run_key, train_on_stores  # noqa: E402
+
+
+def drop_copies(feats_dir: Path) -> int:
+    """Rewrite each store's index under feats_dir without the clipped and tight copies; how many went."""
+    dropped = 0
+    for path in sorted(feats_dir.glob(f"*/{INDEX}")):
+        index = json.loads(path.read_text())
+        keep = [i for i, utt in enumerate(index["ids"]) if not utt.endswith((CLIPPED_SUFFIX, TIGHT_SUFFIX))]
+        dropped += len(index["ids"]) - len(keep)
+        for key in ("ids", "texts", "shard", "offset", "length"):
+            index[key] = [index[key][i] for i in keep]
+        path.write_text(json.dumps(index))
+    return dropped
 
 
 def main() -> None:
@@ -40,6 +60,7 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--without-copies", action="store_true", help="train without the clipped and tight copies")
     args = parser.parse_args()
     device = pick_device(args.device)
     recipe = load_recipe(args.recipe, args.set).for_device(device.type)
@@ -47,6 +68,8 @@ def main() -> None:
         if not needed.exists():
             raise SystemExit(f"{needed}: missing (carry the experiment's feats/ and tokenizer/)")
     said = Collect()
+    if args.without_copies:
+        said.info(f"{drop_copies(recipe.feats_dir)} clipped and tight copies dropped from {recipe.feats_dir}")
     started = time.monotonic()
     report = train_on_stores(recipe, device, init_distributed(device.type), said, run_key(recipe), restart=True,
                              choose_thresholds=False)

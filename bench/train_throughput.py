@@ -46,13 +46,17 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from seqx.model.attention import make_pad_mask  # noqa: E402
+from seqx.model.attention import MultiHeadAttention, make_pad_mask  # noqa: E402
 from seqx.model.loss import joint_loss  # noqa: E402
 from seqx.model.transformer import ModelDimensions, ModelOutput, Seq2SeqTransformer, sinusoids  # noqa: E402
 from seqx.recipe import load_recipe  # noqa: E402
+
+SDPA_KERNELS = {"math": SDPBackend.MATH, "eff": SDPBackend.EFFICIENT_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
+ALL_KERNELS = [SDPBackend.FLASH_ATTENTION, *SDPA_KERNELS.values()]
 
 
 class TorchTransformer(nn.Module):
@@ -141,7 +145,10 @@ def make_step(model: nn.Module, batch: tuple[Tensor, ...], dims: ModelDimensions
 
     options (a variant's `:`-suffixes, on top of --bf16/--compile): bf16, compile, nodrop (dropout 0),
     unfused (AdamW's default per-tensor loop instead of the fused kernel seqx trains with), cl
-    (channels-last conv2d front-end: cuDNN's NHWC kernels, the layout tensor cores want).
+    (channels-last conv2d front-end: cuDNN's NHWC kernels, the layout tensor cores want), qkv1 (one
+    Q/K/V product instead of training's three, `MultiHeadAttention.fuse_projections`), and the
+    attention kernel SDPA may pick: math (written-out products, which torch.compile fuses), eff
+    (memory-efficient) or cudnn; without one SDPA picks.
     """
     feats, feat_lens, tokens_in, targets, target_lens = batch
     fused = device.type in ("cuda", "cpu") and "unfused" not in options
@@ -153,12 +160,17 @@ def make_step(model: nn.Module, batch: tuple[Tensor, ...], dims: ModelDimensions
                 m.p = 0.0
             elif isinstance(getattr(m, "dropout", None), float):  # attention dropout (ours: SDPA's dropout_p)
                 m.dropout = 0.0
+    if "qkv1" in options:
+        for m in model.modules():
+            if isinstance(m, MultiHeadAttention):
+                m.fuse_projections = True
+    kernels = [SDPA_KERNELS[o] for o in options if o in SDPA_KERNELS]
     if "cl" in options:
         model.to(memory_format=torch.channels_last)  # 4-D conv weights only; the input (B, 1, T, F) follows
     forward = torch.compile(model) if args.compile or "compile" in options else model
 
     def step() -> None:
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast):
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast), sdpa_kernel(kernels or ALL_KERNELS):
             out = forward(feats, feat_lens, tokens_in, target_lens)
             loss, _ = joint_loss(out, targets, target_lens, dims, 0.3 if dims.ctc else 0.0, 0.1)
         loss.backward()

@@ -76,6 +76,26 @@ def test_one_query_path_equals_the_fused_kernel(dtype: torch.dtype) -> None:
     assert torch.allclose(mha(x, xa, mask=xmask), reference, atol=1e-6)
 
 
+def test_training_projects_with_one_product_and_the_same_maths() -> None:
+    """Training's fused Q/K/V (and cross K/V) projection gives the three products' output and gradients."""
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 4).train()  # dropout 0: training and decoding compute the same thing
+    x, xa = torch.randn(3, 5, 16), torch.randn(3, 7, 16)
+    xmask = ~make_pad_mask(torch.tensor([7, 2, 4]))[:, None, None, :]
+    for source, mask in ((None, causal_mask(5)), (xa, xmask)):
+        results = []
+        for fused in (True, False):
+            mha.fuse_projections = fused  # an instance setting: the class default stays as it is
+            mha.zero_grad()
+            y = mha(x, source, mask=mask)
+            y.square().sum().backward()
+            results.append((y.detach(), [p.grad.clone() for p in mha.parameters()]))
+        (y1, g1), (y2, g2) = results
+        assert torch.allclose(y1, y2, atol=1e-6)
+        assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(g1, g2, strict=True))
+    assert mha.query.weight.grad is not None and mha.key.weight.grad.abs().sum() > 0
+
+
 def test_bf16_training_attention_on_cpu_matches_fp32() -> None:
     """bf16 training on a CPU attends with SDPA's maths backend (the flash kernel's bf16 backward
     is slow): same output and gradients as fp32, up to bf16 rounding, padding masked."""

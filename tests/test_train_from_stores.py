@@ -47,3 +47,25 @@ def test_trains_from_stores_without_audio(tmp_path: Path) -> None:
     assert bundle.decode.reject_margin == "auto"  # not chosen: that needs valid's audio
     assert not (carried / "stores" / "data" / "audio").exists()  # no stage ran again
     assert (carried / "stores" / "feats" / ".stamp.json").read_text() == stamp
+
+
+def test_without_copies_leaves_the_corpus_they_were_added_to(tmp_path: Path) -> None:
+    """One carried corpus with clipped_share gives the model without it: the copies leave every index."""
+    import numpy as np
+
+    from seqx.featurize.store import FeatureStore, FeatureStoreWriter
+
+    sys.path.insert(0, str(REPO / "bench"))
+    from train_from_stores import drop_copies
+
+    utterances = {"a": 3, "a-clipped": 2, "a-tight": 3, "b": 4}
+    for split in ("train", "valid"):
+        writer = FeatureStoreWriter(tmp_path / split, n_feats=2)
+        for k, (utt, frames) in enumerate(utterances.items()):
+            writer.add(utt, np.full((frames, 2), k, dtype=np.float32), "" if utt.endswith("clipped") else "say")
+        writer.close()
+    assert drop_copies(tmp_path) == 4
+    for split in ("train", "valid"):
+        store = FeatureStore(tmp_path / split)
+        assert store.ids == ["a", "b"] and store.texts == ["say", "say"]
+        assert store[1].shape == (4, 2) and float(store[1][0, 0]) == 3.0  # b's own frames, where they were

@@ -91,6 +91,14 @@ class MultiHeadAttention(nn.Module):
     projects `xa` once and reuses it on every later call.
     """
 
+    # True: training projects Q, K and V (self-attention) or K and V (cross-attention) with one
+    # matrix product over the concatenated weights, which may feed a GPU better than three of a
+    # third of the width. Off until a GPU measures it (bench/train_throughput.py's `qkv1` variant):
+    # the maths is the same, but a CPU run differs in rounding, and tests/test_slot_heads.py's
+    # tiny model read fewer files in 2 of 3 seeds. Decoding always keeps three products (cached
+    # steps would copy the weights each step); the parameters stay three Linear modules either way.
+    fuse_projections = False
+
     def __init__(self, d_model: int, heads: int, dropout: float = 0.0) -> None:
         super().__init__()
         assert d_model % heads == 0
@@ -108,6 +116,12 @@ class MultiHeadAttention(nn.Module):
     def forward(
         self, x: Tensor, xa: Tensor | None = None, mask: Tensor | None = None, cache: AttentionCache | None = None
     ) -> Tensor:
+        if self.training and cache is None and self.fuse_projections:
+            if xa is None:
+                q, k, v = self._fused(x, (self.query, self.key, self.value))
+            else:
+                q, (k, v) = self._split(self.query(x)), self._fused(xa, (self.key, self.value))
+            return self.out(self._merge(self._attend(q, k, v, mask)))
         q = self._split(self.query(x))  # (B, H, T, dh)
         if xa is None:  # self-attention: keys/values grow with the sequence
             k, v = self._split(self.key(x)), self._split(self.value(x))  # (B, H, T, dh)
@@ -125,6 +139,12 @@ class MultiHeadAttention(nn.Module):
             if cache is not None:
                 cache.k, cache.v = k, v
         return self.out(self._merge(self._attend(q, k, v, mask)))  # (B, T, D)
+
+    def _fused(self, x: Tensor, projections: tuple[nn.Linear, ...]) -> list[Tensor]:
+        """Several projections of x as one matrix product, each split into heads: [(B, H, T, dh)]."""
+        weight = torch.cat([p.weight for p in projections])
+        bias = torch.cat([p.bias for p in projections])
+        return [self._split(y) for y in F.linear(x, weight, bias).chunk(len(projections), dim=-1)]
 
     def _attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
         """(B, H, T, dh) attention output; decoding steps on the CPU skip the fused kernel (see above)."""
