@@ -14,7 +14,9 @@ rules:
   accepts, the most lenient distance of ties);
 - bagged: the median margin and distance of `pair` over 40 bootstrap resamples of valid;
 - floor 0.25: `pair` with distances under 0.25 not allowed (one word in four may differ);
-- tolerance 0.01: the most lenient distance whose best margin is within 1 point of the best.
+- tolerance 0.01: the most lenient distance whose best margin is within 1 point of the best;
+- wrong as error: valid commands answered with the wrong command are counted as items to reject
+  (accepting one is an error, rejecting it is not), instead of as commands to accept.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -72,17 +76,40 @@ def bagged(recs: list[dict], resamples: int = 40) -> tuple[float, float]:
     return statistics.median(c[0] for c in choices), statistics.median(c[1] for c in choices)
 
 
+def wrong_as_error(recs: list[dict]) -> tuple[float, float]:
+    """`pair` with the wrong answers on the side to reject: for each distance cut the margin with
+    the fewest (right rejected + wrong accepted) / commands + false accepts (the middle of ties),
+    then the cut with the fewest errors (the most lenient of ties)."""
+    groups = [[pair(r) for r in recs if r["kind"] in kinds] for kinds in (("right",), ("wrong",), ("oog", "noise"))]
+    right, wrong, negs = groups
+    best: tuple[float, float, float] | None = None
+    for cut in sorted({min(c, 1.0) for c in _cuts([p[1] for g in groups for p in g if p is not None])} | {1.0},
+                      reverse=True):  # fmt: skip
+        gaps = [np.sort([p[0] for p in g if p is not None and p[1] <= cut]) for g in groups]
+        finite = np.unique(np.concatenate(gaps))
+        if finite.size == 0:
+            continue
+        margins = np.concatenate([[finite[0] - 0.01], (finite[1:] + finite[:-1]) / 2, [finite[-1] + 0.01]])
+        kept = [np.searchsorted(g, margins, side="right") for g in gaps]  # accepted items at each margin
+        errors = (len(right) - kept[0] + kept[1]) / max(len(right) + len(wrong), 1) + kept[2] / max(len(negs), 1)
+        tied = margins[errors <= errors.min() + 1e-12]
+        if best is None or errors.min() < best[0] - 1e-12:
+            best = (float(errors.min()), max(float(tied[len(tied) // 2]), 0.0), cut)
+    return (best[1], best[2]) if best is not None else (0.5, 1.0)
+
+
 RULES: dict[str, Callable[[list[dict]], tuple[float, float]]] = {
     "pair": within,
     "bagged": bagged,
     "floor 0.25": lambda recs: within(recs, floor=0.25),
     "tolerance 0.01": lambda recs: within(recs, tolerance=0.01),
+    "wrong as error": wrong_as_error,
 }
 
 
 def main() -> None:
-    print("| records | rule | valid draw | margin | distance | test acceptance % | FR % | OOG FA % |")
-    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| records | rule | valid draw | margin | distance | test acceptance % | wrong accepted % | FR % | OOG FA % |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for path in sys.argv[1:]:
         recs = [json.loads(line) for line in Path(path).read_text().splitlines()]
         valid = [r for r in recs if r["split"] == "valid"]
@@ -95,7 +122,7 @@ def main() -> None:
                 margin, distance = choose(items)
                 t = rates(test, lambda r, m=margin, d=distance: (p := pair(r)) is None or p[0] > m or p[1] > d)
                 print(f"| {Path(path).stem} | {rule} | {draw} | {margin:.3f} | {distance:.3f} | "
-                      f"{100 * t['command_acceptance']:.1f} | {100 * t['false_rejects']:.1f} | "
+                      f"{100 * t['command_acceptance']:.1f} | {100 * t['wrong_accepts']:.1f} | {100 * t['false_rejects']:.1f} | "
                       f"{100 * t['oog_false_accepts']:.1f} |")
 
 

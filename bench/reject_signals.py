@@ -31,7 +31,7 @@ from seqx.data.manifest import read_manifest  # noqa: E402
 from seqx.data.synth import corpus_grammar  # noqa: E402
 from seqx.decode.bundle import load_bundle  # noqa: E402
 from seqx.decode.negatives import build_negatives  # noqa: E402
-from seqx.decode.reject import choose_margin, choose_pair, word_distance  # noqa: E402
+from seqx.decode.reject import choose_margin, choose_pair, without_rejection, word_distance  # noqa: E402
 from seqx.decode.transcribe import Constraint, transcribe_files  # noqa: E402
 from seqx.recipe import load_recipe  # noqa: E402
 
@@ -47,7 +47,7 @@ def records(recipe_path: str, model: str, overrides: list[str], split: str, n_oo
     folder = recipe.eval_dir / ("negatives" if split == "test" else f"negatives-{split}")
     # the repeats evaluate (test) and calibrate (valid) use, so the folders are shared, not remade
     negatives = build_negatives(recipe, grammar, split, folder, n_oog=n_oog, noise_repeats=2 if split == "test" else 1)
-    settings = bundle.decode.model_copy(update={"reject_margin": 0.0, "max_ctc_gap": 0.0})
+    settings = without_rejection(bundle.decode)  # the distance check too: its text would be blanked
     paths = [u.audio for u in utts] + [n.audio for n in negatives]
     results = transcribe_files(bundle, paths, settings, constraint=constraint)
     out = []
@@ -131,6 +131,7 @@ def rates(recs: list[dict], rejected) -> dict:  # noqa: ANN001
         "oog_false_accepts": round(sum(not rejected(r) for r in oog) / max(len(oog), 1), 4),
         "noise_false_accepts": round(sum(not rejected(r) for r in noise) / max(len(noise), 1), 4),
         "command_acceptance": round(accepted_right / max(len(cmds), 1), 4),
+        "wrong_accepts": round(sum(r["kind"] == "wrong" and not rejected(r) for r in cmds) / max(len(cmds), 1), 4),
     }
 
 
