@@ -225,6 +225,7 @@ def test_command_scores_count_which_slot_values_were_heard_as_which() -> None:
     results = [Result(path=str(i), text=heard, understood=ok) for i, (_, heard, ok) in enumerate(said_heard)]
     scores = _command_scores(refs, results, grammar)
     assert scores.commands == 6 and scores.acceptance == 1 / 6 and scores.false_rejects == 1 / 6
+    assert scores.wrong_answers == 4 / 6  # understood as another command: acted on, never given
     assert [(c.slot, c.said, c.heard, c.count) for c in scores.confusions] == [
         ("number", "14", "40", 2), ("intent", "timer", "stop", 1), ("label", "tea", NOT_SAID, 1),
     ]  # fmt: skip

@@ -45,6 +45,9 @@ class CommandScores:
     # per slot key of the references (and "intent"): the share of the commands that say it whose
     # result has the same value (a rejected or unparsed result counts wrong)
     slot_accuracy: dict[str, float] = field(default_factory=dict)
+    # understood, but not the command said: acted on, a command the user did not give (1 -
+    # acceptance - false_rejects); the in-grammar false accept that rejection has to catch too
+    wrong_answers: float = 0.0
     # the answers that were understood but wrong, as (slot, value said, value heard) counted, most
     # frequent first: what to look at before changing a grammar or a corpus (which numbers blur)
     confusions: list[SlotConfusion] = field(default_factory=list)
@@ -186,7 +189,7 @@ def _command_scores(references: list[str], results: list[Result], parser: Gramma
             confused.update(_confusions(want, got))
     slots = {key: sum(v) / len(v) for key, v in sorted(right.items())}
     ranked = sorted(confused.items(), key=lambda item: (-item[1], item[0]))[:MAX_CONFUSIONS]
-    return CommandScores(n, accepted / max(n, 1), rejected / max(n, 1), slots,
+    return CommandScores(n, accepted / max(n, 1), rejected / max(n, 1), slots, (n - accepted - rejected) / max(n, 1),
                          [SlotConfusion(slot, said, heard, count) for (slot, said, heard), count in ranked])
 
 
