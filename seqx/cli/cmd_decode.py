@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional, get_args
+from typing import TYPE_CHECKING, Annotated, Optional, get_args
 
 import typer
 
@@ -20,7 +20,9 @@ from seqx.cli.common import (
 )
 from seqx.errors import SeqxError
 from seqx.constants import DEFAULT_RECIPE, Precision
-from seqx.recipe import DecodeSettings
+
+if TYPE_CHECKING:
+    from seqx.recipe import DecodeSettings
 
 SHOWN_CONFUSIONS = 8  # rows of `seqx evaluate`'s confusion table (--json has the report's 20)
 
@@ -86,7 +88,7 @@ def decode_overrides(recipe_decode: DecodeSettings, overrides: list[str] | None)
     names on the command line does. `auto` thresholds keep the bundle's: they were chosen at training.
     """
     keys = {o.split("=", 1)[0].strip().removeprefix("decode.") for o in overrides or () if o.strip().startswith("decode.")}
-    values = {key: getattr(recipe_decode, key) for key in keys if key in DecodeSettings.model_fields}
+    values = {key: getattr(recipe_decode, key) for key in keys if key in type(recipe_decode).model_fields}
     return {key: value for key, value in values.items() if value != "auto"}
 
 
