@@ -205,20 +205,21 @@ def evaluate(
         return
     search = "greedy" if settings.beam == 1 else f"beam {settings.beam}, ctc {settings.ctc_weight:g}"
     grammars = [r.grammar for r in reports.values() if r.grammar]
-    title = f"{loaded.name} / {split} ({search}{', grammar ' + grammars[0] if grammars else ''})"
+    utts = next(iter(reports.values())).overall.utterances
+    title = f"{loaded.name} / {split}, {utts} utterances ({search}{', grammar ' + grammars[0] if grammars else ''})"
     table = Table(title=title, caption="acc: sentence / command (intent + slots); FR: commands not understood; "
                                        "wrong: commands understood as another command; "
                                        "FA: negatives understood (out-of-grammar speech, noise)")
-    columns = ("decoding", "utts", "WER %", "acc %", "cmd acc %", "FR %", "wrong %", "FA oog %", "FA noise %", "RTF")
+    # two-line headers and figures that never wrap: the table fits 80 columns
+    columns = ("decoding", "WER\n%", "acc\n%", "cmd\nacc %", "FR\n%", "wrong\n%", "FA\noog %", "FA\nnoise %", "RTF")
     for column in columns:
         first = column == "decoding"
-        table.add_column(column, justify="left" if first else "right", no_wrap=first, min_width=11 if first else None)
+        table.add_column(column, justify="left" if first else "right", no_wrap=True)
     pct = lambda x: "-" if x is None else f"{100 * x:.1f}"  # noqa: E731
     for mode, r in reports.items():
         c, n = r.commands, r.negatives
-        table.add_row(mode, str(r.overall.utterances), f"{100 * r.overall.wer:.2f}", pct(r.overall.sentence_accuracy),
-                      pct(c and c.acceptance), pct(c and c.false_rejects), pct(c and c.wrong_answers),
-                      pct(n and n.oog_false_accepts),
+        table.add_row(mode, f"{100 * r.overall.wer:.2f}", pct(r.overall.sentence_accuracy), pct(c and c.acceptance),
+                      pct(c and c.false_rejects), pct(c and c.wrong_answers), pct(n and n.oog_false_accepts),
                       pct(n and n.noise_false_accepts), f"{r.rtf:.3f}")
     out.print(table)
     first = next(iter(reports.values()))
