@@ -34,9 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from seqx.data.manifest import CLIPPED_SUFFIX, TIGHT_SUFFIX  # noqa: E402
 from seqx.errors import RecipeError, SeqxError  # noqa: E402
-from seqx.featurize.store import INDEX  # noqa: E402
+from seqx.featurize.store import INDEX, PER_UTTERANCE  # noqa: E402
 from seqx.recipe import load_recipe  # noqa: E402
 from seqx.report import Collect  # noqa: E402
+from seqx.stage import atomic_write_text  # noqa: E402
 from seqx.train.distributed import init_distributed  # noqa: E402
 from seqx.train.stage import pick_device, run_key, train_on_stores  # noqa: E402
 
@@ -48,9 +49,9 @@ def drop_copies(feats_dir: Path) -> int:
         index = json.loads(path.read_text())
         keep = [i for i, utt in enumerate(index["ids"]) if not utt.endswith((CLIPPED_SUFFIX, TIGHT_SUFFIX))]
         dropped += len(index["ids"]) - len(keep)
-        for key in ("ids", "texts", "shard", "offset", "length"):
+        for key in PER_UTTERANCE:
             index[key] = [index[key][i] for i in keep]
-        path.write_text(json.dumps(index))
+        atomic_write_text(path, json.dumps(index))
     return dropped
 
 

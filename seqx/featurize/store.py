@@ -21,6 +21,7 @@ from seqx.featurize.cmvn import Cmvn
 from seqx.stage import atomic_write_text, disk_full, is_disk_full
 
 INDEX = "index.json"
+PER_UTTERANCE = ("ids", "texts", "shard", "offset", "length")  # the index's lists, one entry per utterance
 F16_MAX = float(np.finfo(np.float16).max)  # 65504
 
 
@@ -115,7 +116,7 @@ class FeatureStore:
             raise SeqxError(f"{path}: no feature store here; run `seqx featurize` first")
         try:
             index = json.loads(path.read_text())
-            lengths = [len(index[k]) for k in ("ids", "texts", "shard", "offset", "length")]
+            lengths = [len(index[k]) for k in PER_UTTERANCE]
             if len(set(lengths)) != 1 or not isinstance(index["n_feats"], int):
                 raise ValueError("its lists disagree in length")
         except (ValueError, KeyError, TypeError) as err:
