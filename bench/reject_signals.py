@@ -9,7 +9,7 @@ sentences spoken by the split's voices, noise) constrained by the model's gramma
 rejection check off and a free beam beside it, and writes one record per item: kind (right /
 wrong command, oog, noise), the CTC gap, the joint-score gap to the free best (`free_gap`),
 whether the free best is in the grammar, its word edit distance to the constrained answer, the
-attention confidence. Then it prints each signal's medians per kind and, for each rule, the
+attention confidence and the n-best margin (`nbest_margin`, read by bench/nbest_margin.py). Then it prints each signal's medians per kind and, for each rule, the
 threshold chosen on the first split (valid: fewest false rejects + false accepts) and the false
 accepts / false rejects it gives on every split. Nothing is written into the recipe's
 experiment except the negatives folders (exp/NAME/eval/negatives*), which evaluate reuses.
@@ -33,8 +33,10 @@ from seqx.decode.bundle import load_bundle  # noqa: E402
 from seqx.decode.negatives import build_negatives  # noqa: E402
 from seqx.decode.reject import choose_margin, choose_pair, without_rejection, word_distance  # noqa: E402
 from seqx.decode.transcribe import Constraint, transcribe_files  # noqa: E402
+from seqx.grammar.model import Grammar  # noqa: E402
 from seqx.recipe import load_recipe  # noqa: E402
 
+NBEST = 8  # answers kept per item, for the n-best margin (the recipe's beam is 8)
 SIGNALS = ("ctc_gap", "free_gap", "free_distance", "ctc_distance", "low_confidence", "agreement")
 
 
@@ -47,7 +49,8 @@ def records(recipe_path: str, model: str, overrides: list[str], split: str, n_oo
     folder = recipe.eval_dir / ("negatives" if split == "test" else f"negatives-{split}")
     # the repeats evaluate (test) and calibrate (valid) use, so the folders are shared, not remade
     negatives = build_negatives(recipe, grammar, split, folder, n_oog=n_oog, noise_repeats=2 if split == "test" else 1)
-    settings = without_rejection(bundle.decode)  # the distance check too: its text would be blanked
+    # every check off, the distance check too (its text would be blanked); an 8-best for `nbest_margin`
+    settings = without_rejection(bundle.decode).merged(nbest=NBEST)
     paths = [u.audio for u in utts] + [n.audio for n in negatives]
     results = transcribe_files(bundle, paths, settings, constraint=constraint)
     out = []
@@ -66,9 +69,24 @@ def records(recipe_path: str, model: str, overrides: list[str], split: str, n_oo
             "free_distance": word_distance(free, res.text) if free is not None and res.text else None,
             "ctc_text": res.ctc_text, "ctc_in_grammar": bool(res.ctc_text) and grammar.accepts(res.ctc_text),
             "ctc_distance": word_distance(res.ctc_text, res.text) if res.ctc_text is not None and res.text else None,
-            "confidence": res.confidence,
+            "confidence": res.confidence, "nbest_margin": nbest_margin(grammar, res.nbest),
         })  # fmt: skip
     return out
+
+
+def nbest_margin(grammar: Grammar, nbest: list[dict]) -> float | None:
+    """The best answer's score minus that of the best answer in the n-best that is a different
+    command (another intent or slot value; another wording of the same command does not count);
+    None when the n-best holds no other command."""
+    def command(text: str) -> tuple[str, str] | None:
+        parse = grammar.parse(text)
+        return None if parse is None else (parse.intent, json.dumps(parse.slots, sort_keys=True))
+
+    if not nbest:
+        return None
+    best = command(str(nbest[0]["text"]))
+    other = next((float(h["score"]) for h in nbest[1:] if command(str(h["text"])) != best), None)
+    return None if other is None else float(nbest[0]["score"]) - other
 
 
 def value(rec: dict, signal: str) -> float | None:
