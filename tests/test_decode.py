@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
+from conftest import REPO
 from typer.testing import CliRunner
 
 from seqx.data.manifest import read_manifest, write_manifest
@@ -27,7 +28,6 @@ from seqx.decode.transcribe import transcribe_files
 from seqx.errors import SeqxError
 from seqx.featurize.span import speech_span
 from seqx.recipe import Recipe
-from conftest import REPO
 from tiny import FBANK, TEMPLATES, train_tiny
 
 TINY = [*TEMPLATES, *FBANK, "data.size=64", "data.synth.empty_share=0.4", "train.epochs=60"]

@@ -205,8 +205,8 @@ def evaluate(
         return
     search = "greedy" if settings.beam == 1 else f"beam {settings.beam}, ctc {settings.ctc_weight:g}"
     grammars = [r.grammar for r in reports.values() if r.grammar]
-    utts = next(iter(reports.values())).overall.utterances
-    title = f"{loaded.name} / {split}, {utts} utterances ({search}{', grammar ' + grammars[0] if grammars else ''})"
+    first = next(iter(reports.values()))
+    title = f"{loaded.name} / {split}, {first.overall.utterances} utterances ({search}{', grammar ' + grammars[0] if grammars else ''})"
     table = Table(title=title, caption="acc: sentence / command (intent + slots); FR: commands not understood; "
                                        "wrong: commands understood as another command; "
                                        "FA: negatives understood (out-of-grammar speech, noise)")
@@ -222,7 +222,6 @@ def evaluate(
                       pct(c and c.false_rejects), pct(c and c.wrong_answers), pct(n and n.oog_false_accepts),
                       pct(n and n.noise_false_accepts), f"{r.rtf:.3f}")
     out.print(table)
-    first = next(iter(reports.values()))
     subsets = Table(title="subsets: sentence accuracy %")
     subsets.add_column("subset")
     for mode in reports:
