@@ -478,8 +478,20 @@ class DecodeSettings(_Section):
     # beam's n-best is reranked by score + slot_weight * the heads' log-prob of each hypothesis's
     # parse (seqx/decode/slot_rescore.py); 0 = off. No effect on a model without heads
     slot_weight: float = Field(0.0, ge=0.0, le=100.0)
+    # features.kind speech_embedding: the model hears the mean of this many embeddings of the file,
+    # their 760 ms windows started 80 / views ms apart (features.embed_views' shifted views): steadier
+    # than the one view the 80 ms grid happens to give. 1 = one view; must divide 8. Costs views times
+    # the embedding's CPU (docs/decoding.md "Views"); ignored by other feature kinds
+    views: int = Field(1, ge=1, le=8)
     # auto = bf16 on a GPU and on CPUs with native bf16 (AVX512-BF16, AMX), fp32 elsewhere
     precision: Precision = "auto"
+
+    @model_validator(mode="after")
+    def _check_views(self) -> DecodeSettings:
+        if 8 % self.views:
+            raise ValueError(f"decode.views: {self.views} does not divide the 8 mel frames between two "
+                             f"embeddings (1, 2, 4 or 8)")
+        return self
 
     def margin(self, constrained: bool) -> float:
         """The CTC-gap threshold that applies: reject_margin with a grammar (when it is a number),

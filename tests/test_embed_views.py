@@ -1,5 +1,6 @@
 """features.embed_views: training sees each utterance through speech embeddings whose windows start
-at shifted offsets; decoding, valid and test keep the first (unshifted) one."""
+at shifted offsets; valid and test stores keep the first (unshifted) one. decode.views: decoding hears
+the mean of such views."""
 
 from __future__ import annotations
 
@@ -52,6 +53,29 @@ def test_recipe_checks_views() -> None:
         recipe_from_dict({"features": {"kind": "speech_embedding", "embed_views": 3}, **linear})
     # another kind ignores it: `--set features.kind=fbank` on the commands recipe just works
     assert recipe_from_dict({"features": {"kind": "fbank", "embed_views": 2}}).features.views == 1
+
+
+def test_decode_views_hear_the_mean_of_the_shifted_views(wavs: list[Path]) -> None:
+    wave = load_audio(wavs[0], 16000)
+    emb = SpeechEmbedding()
+    views = emb.views(wave.numpy(), 4)
+    mean = emb.averaged(wave.numpy(), 4)
+    assert mean.shape == views[0].shape  # the first view's frames, its 80 ms grid
+    t = min(v.shape[0] for v in views)
+    np.testing.assert_allclose(mean[:t], np.mean([v[:t] for v in views], axis=0), atol=1e-6)
+    for tail in range(t, mean.shape[0]):  # a frame only some views have: the mean of those
+        having = [v[tail] for v in views if v.shape[0] > tail]
+        np.testing.assert_allclose(mean[tail], np.mean(having, axis=0), atol=1e-6)
+    np.testing.assert_array_equal(emb.averaged(wave.numpy(), 1), views[0])
+    se = FeatureExtractor(recipe_from_dict({"features": {"kind": "speech_embedding"},
+                                            "model": {"frontend": "linear"}}).features, 16000)  # fmt: skip
+    assert torch.equal(se.averaged(wave, 4), torch.from_numpy(mean))
+    assert not torch.equal(se.averaged(wave, 4), se(wave))
+    fbank = FeatureExtractor(recipe_from_dict({"features": {"kind": "fbank"}}).features, 16000)
+    assert torch.equal(fbank.averaged(wave, 4), fbank(wave))  # another kind has no views: ignored
+    assert recipe_from_dict({"decode": {"views": 8}}).decode.views == 8
+    with pytest.raises(RecipeError, match="decode.views: 3 does not divide"):
+        recipe_from_dict({"decode": {"views": 3}})
 
 
 @pytest.mark.timeout(180)

@@ -206,9 +206,13 @@ def test_speech_embedding_export_is_self_contained_and_decodes_like_torch(
     for path in paths:
         wave = load_audio(path, 16000)
         assert np.array_equal(exported.features.frames(wave.numpy()), torch_features(wave).numpy())
-    torch_nbest = [r.nbest for r in transcribe_files(random_bundle, paths, random_bundle.decode)]
-    onnx_nbest = [r.nbest for r in runtime_transcribe(exported, paths)]
-    assert [[h["text"] for h in n] for n in onnx_nbest] == [[h["text"] for h in n] for n in torch_nbest]
+        # decode.views: the mean of four shifted views, the same in both
+        np.testing.assert_allclose(exported.features.frames(wave.numpy(), 4), torch_features.averaged(wave, 4).numpy(),
+                                   atol=1e-6)  # fmt: skip
+    for views in (1, 4):
+        torch_nbest = [r.nbest for r in transcribe_files(random_bundle, paths, random_bundle.decode.merged(views=views))]
+        onnx_nbest = [r.nbest for r in runtime_transcribe(exported, paths, settings_for(exported, views=views))]
+        assert [[h["text"] for h in n] for n in onnx_nbest] == [[h["text"] for h in n] for n in torch_nbest]
 
 
 def test_seqx_transcribe_on_an_export_prints_what_the_typer_command_prints(

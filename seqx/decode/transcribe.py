@@ -122,10 +122,11 @@ def search_checked(
     return Searched(nbests, gaps_or_none, free, free_gaps, best_paths)
 
 
-def featurize(bundle: Bundle, wave: torch.Tensor) -> torch.Tensor:
-    """Raw waveform -> CMVN-normalized feature frames, exactly as in training."""
+def featurize(bundle: Bundle, wave: torch.Tensor, views: int = 1) -> torch.Tensor:
+    """Raw waveform -> CMVN-normalized feature frames, as in training; with a speech embedding and
+    views > 1, the mean of that many views of it (decode.views)."""
     with torch.inference_mode():
-        return bundle.cmvn(bundle.extractor(wave)).float()
+        return bundle.cmvn(bundle.extractor.averaged(wave, views)).float()
 
 
 @dataclass
@@ -207,7 +208,7 @@ def transcribe_files(
             results[index].decode_seconds = time.perf_counter() - start
             task.advance(1)
             continue
-        loaded.append((index, featurize(bundle, speech), time.perf_counter() - start))
+        loaded.append((index, featurize(bundle, speech, settings.views), time.perf_counter() - start))
     loaded.sort(key=lambda item: item[1].shape[0])
     for first in range(0, len(loaded), settings.batch_size):
         chunk = loaded[first : first + settings.batch_size]
@@ -296,7 +297,7 @@ def transcribe_waves(
         results[index].duration = wave.numel() / bundle.sample_rate
         speech = _gate(results[index], wave, bundle.sample_rate, settings)
         if speech is not None:
-            loaded.append((index, featurize(bundle, speech)))
+            loaded.append((index, featurize(bundle, speech, settings.views)))
     loaded.sort(key=lambda item: item[1].shape[0])
     for first in range(0, len(loaded), settings.batch_size):
         chunk = loaded[first : first + settings.batch_size]

@@ -24,6 +24,7 @@ downloaded; `MODEL_VERSION` (the package version) goes into the bundle.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from importlib import metadata
 from itertools import pairwise
@@ -104,6 +105,32 @@ def scaled_mel(mel_session: Any, wave: np.ndarray, pad: int) -> np.ndarray:
     return out.reshape(-1, MEL_BANDS) / 10.0 + 2.0
 
 
+def views_of_mel(mel: np.ndarray, n: int, embed: Callable[[np.ndarray], np.ndarray]) -> list[np.ndarray]:
+    """`embed(mel)` and the n - 1 embeddings of the same mel with its first k * STRIDE / n frames
+    dropped (features.embed_views, decode.views); a view too short for a window gets the first's."""
+    first = embed(mel)
+    shifted = [embed(mel[k * STRIDE // n :]) for k in range(1, n)]
+    return [first] + [v if v.shape[0] else first for v in shifted]
+
+
+def mean_of_views(views: list[np.ndarray]) -> np.ndarray:
+    """Frame t of the first view averaged with frame t of every later view that has one (a view
+    that starts later may be a frame shorter): the first view's length, its 80 ms grid.
+
+    Why: a model hears one view per utterance in training (features.embed_views); at decode time
+    the mean of all of them is steadier than any one (docs/benchmarks.md "Views at decode time")."""
+    first = views[0].astype(np.float32)
+    if len(views) == 1:
+        return first
+    total = first.copy()
+    count = np.ones((first.shape[0], 1), np.float32)
+    for view in views[1:]:
+        t = min(view.shape[0], first.shape[0])
+        total[:t] += view[:t]
+        count[:t] += 1
+    return total / count
+
+
 def whole_embeddings(stream_session: Any, mel: np.ndarray, max_windows: int) -> np.ndarray:
     """(frames, 32) -> (N, 96) with the whole-utterance graph (seqx.featurize.embedding_graph): one
     row per full 76-frame window, stride 8. A long sequence runs in parts of `max_windows` windows,
@@ -172,10 +199,12 @@ class SpeechEmbedding:
         """`n` embeddings of one wave, their windows started STRIDE / n mel frames apart: the first is
         `self(wave)`, the others the same speech seen through windows shifted by 10-70 ms. One mel
         computation for all; a view too short for a window gets the first's frames."""
-        mel = self.mel(wave)
-        first = self.from_mel(mel)
-        shifted = [self.from_mel(mel[k * STRIDE // n :]) for k in range(1, n)]
-        return [first] + [v if v.shape[0] else first for v in shifted]
+        return views_of_mel(self.mel(wave), n, self.from_mel)
+
+    def averaged(self, wave: np.ndarray, n: int) -> np.ndarray:
+        """The mean of `views(wave, n)` (decode.views): one embedding sequence that no longer
+        depends on where the 80 ms grid happens to fall in the speech."""
+        return mean_of_views(self.views(wave, n))
 
     def batch(self, waves: list[np.ndarray]) -> list[np.ndarray]:
         """Several waves: each whole; window by window, one embedding run over all their windows."""

@@ -86,6 +86,15 @@ class FeatureExtractor(nn.Module):
         views = self.embedding.views(wave.detach().cpu().numpy(), n)
         return [self._utterance_cmvn(torch.from_numpy(v).to(wave.device)) for v in views]
 
+    @torch.no_grad()
+    def averaged(self, wave: Tensor, n: int) -> Tensor:
+        """`forward(wave)`, or for a speech embedding with n > 1 the mean of its n views
+        (decode.views; SpeechEmbedding.averaged): what decoding hears."""
+        if n == 1 or self.embedding is None or self.settings.kind != "speech_embedding":
+            return self(wave)
+        mean = self.embedding.averaged(wave.detach().cpu().numpy(), n)
+        return self._utterance_cmvn(torch.from_numpy(mean).to(wave.device))
+
     def _frames(self, wave: Tensor) -> Tensor:
         s = self.settings
         if self.embedding is not None:

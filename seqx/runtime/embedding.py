@@ -21,7 +21,8 @@ import numpy as np
 
 from seqx.errors import SeqxError
 from seqx.featurize.embedding import (  # torch-free: the constants and windows the torch path embeds with
-    DIM, MAX_WINDOWS, SAMPLE_RATE, STRIDE, WINDOW, SpeechEmbedding, scaled_mel, whole_embeddings,
+    DIM, MAX_WINDOWS, SAMPLE_RATE, STRIDE, WINDOW, SpeechEmbedding, mean_of_views, scaled_mel, views_of_mel,
+    whole_embeddings,
 )  # fmt: skip
 
 MEL_MODEL, WINDOW_MODEL, STREAM_MODEL = "melspectrogram.onnx", "embedding_model.onnx", "embedding_stream.onnx"
@@ -60,19 +61,23 @@ def _sessions(mel: Path, emb: Path) -> tuple[Any, Any]:
     return sessions[0], sessions[1]
 
 
-def embed(wave: np.ndarray, pad_ms: float, folder: Path | None = None) -> tuple[np.ndarray, int]:
+def embed(wave: np.ndarray, pad_ms: float, folder: Path | None = None, views: int = 1) -> tuple[np.ndarray, int]:
     """(T,) float [-1, 1] at 16 kHz -> ((N, 96) embeddings, samples of silence added each side), with
-    the graphs of export folder `folder` (None: the installed openwakeword package's)."""
+    the graphs of export folder `folder` (None: the installed openwakeword package's). `views` > 1:
+    the mean of that many shifted views (decode.views; SpeechEmbedding.averaged)."""
     mel_path, emb_path, whole = graphs(folder)
     mel_session, emb_session = _sessions(mel_path, emb_path)
     pad = int(round(pad_ms * SAMPLE_RATE / 1000))
+
+    def of_mel(mel: np.ndarray) -> np.ndarray:
+        if whole:
+            return whole_embeddings(emb_session, mel, MAX_WINDOWS)
+        if (mel.shape[0] - WINDOW) // STRIDE + 1 <= 0:
+            return np.zeros((0, DIM), np.float32)
+        return emb_session.run(None, {"input_1": SpeechEmbedding.windows(mel)})[0].reshape(-1, DIM).astype(np.float32)
+
     mel = scaled_mel(mel_session, wave, pad)
-    if whole:
-        return whole_embeddings(emb_session, mel, MAX_WINDOWS), pad
-    if (mel.shape[0] - WINDOW) // STRIDE + 1 <= 0:
-        return np.zeros((0, DIM), np.float32), pad
-    out = emb_session.run(None, {"input_1": SpeechEmbedding.windows(mel)})[0].reshape(-1, DIM)
-    return out.astype(np.float32), pad
+    return mean_of_views(views_of_mel(mel, views, of_mel)), pad
 
 
 def pooled_fbank(features: Any, wave: np.ndarray, pad: int, n: int) -> np.ndarray:

@@ -97,8 +97,9 @@ class NumpyFeatures:
     def log_mel(self, wave: np.ndarray) -> np.ndarray:
         return np.log(np.maximum(self.power_mel(wave), LOG_FLOOR)).astype(np.float32)
 
-    def frames(self, wave: np.ndarray) -> np.ndarray:
-        """Raw frames, before CMVN: what seqx.featurize.features.FeatureExtractor gives."""
+    def frames(self, wave: np.ndarray, views: int = 1) -> np.ndarray:
+        """Raw frames, before CMVN: what seqx.featurize.features.FeatureExtractor gives (`averaged`
+        with `views`: a plain speech embedding is the mean of that many views, decode.views)."""
         if self.kind == "fbank":
             out = self.log_mel(wave)
         elif self.kind == "mfcc":
@@ -108,7 +109,7 @@ class NumpyFeatures:
         else:
             from seqx.runtime.embedding import embed, pooled_fbank
 
-            emb, pad = embed(wave, self.embed_pad_ms, self.models)
+            emb, pad = embed(wave, self.embed_pad_ms, self.models, views if self.kind == "speech_embedding" else 1)
             if self.kind == "speech_embedding":
                 out = emb
             else:
@@ -117,5 +118,5 @@ class NumpyFeatures:
             out = out - out.mean(axis=0, keepdims=True)
         return out
 
-    def __call__(self, wave: np.ndarray) -> np.ndarray:
-        return ((self.frames(wave) - self.mean) / self.std).astype(np.float32)
+    def __call__(self, wave: np.ndarray, views: int = 1) -> np.ndarray:
+        return ((self.frames(wave, views) - self.mean) / self.std).astype(np.float32)

@@ -25,12 +25,12 @@ CONV_MIN_FRAMES = 7  # seqx.model.frontend: the conv2d front-end's shortest inpu
 SETTINGS = (
     "beam", "nbest", "ctc_weight", "free_ctc_weight", "length_penalty", "max_len_ratio", "max_len", "batch_size",
     "max_segment_s", "min_confidence", "max_ctc_gap", "silence_dbfs", "grammar", "reject_margin", "free_beam",
-    "reject_distance", "vad_threshold", "slot_weight", "speech_margin_s",
+    "reject_distance", "vad_threshold", "slot_weight", "speech_margin_s", "views",
 )  # fmt: skip
 # an export's config from before a setting existed
 DEFAULTS = {"grammar": "recipe", "free_ctc_weight": None, "reject_margin": "auto", "free_beam": 0,
             "reject_distance": "auto", "vad_threshold": 0.0, "max_segment_s": 20.0, "slot_weight": 0.0,
-            "speech_margin_s": 0.5}
+            "speech_margin_s": 0.5, "views": 1}
 
 
 def settings_for(model: ExportedModel, **options: Any) -> dict[str, Any]:
@@ -131,7 +131,7 @@ def transcribe_waves(
         results[index].duration = wave.size / model.sample_rate
         speech = _gate(model, results[index], wave, settings)
         if speech is not None:
-            loaded.append((index, model.features(speech), 0.0))
+            loaded.append((index, model.features(speech, int(settings["views"])), 0.0))
     _decode(model, loaded, results, settings)
     seconds = time.perf_counter() - start
     audio = sum(r.duration for r in results) or 1.0
@@ -157,7 +157,7 @@ def transcribe_files(model: ExportedModel, paths: list[str], settings: dict[str,
         if result.duration > settings["max_segment_s"]:
             _transcribe_long(model, result, wave, settings)
         elif (speech := _gate(model, result, wave, settings)) is not None:
-            loaded.append((index, model.features(speech), time.perf_counter() - start))
+            loaded.append((index, model.features(speech, int(settings["views"])), time.perf_counter() - start))
         if result.segments is not None or result.no_speech:
             result.decode_seconds = time.perf_counter() - start
     return _decode(model, loaded, results, settings)
