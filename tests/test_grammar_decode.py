@@ -189,6 +189,10 @@ def test_choose_margin_separates() -> None:
     margin, fr, fa = choose_margin([0.01, 0.02, 0.05, None], [0.5, 0.9, None, 0.04])
     assert 0.05 < margin < 0.5 and fr == 0.25 and fa == 0.25
     assert choose_margin([], [0.3])[0] > 0
+    # commands scored above the CTC best path (negative gaps), negatives just above 0: the best cut is
+    # below 0, which must stay a check (the strictest one), not become 0 = no check
+    margin, fr, fa = choose_margin([-0.05, -0.03, None], [0.02, 0.1])
+    assert 0 < margin < 0.02 and fa == 0.0 and fr == 1 / 3
 
 
 def test_actions_match_a_slot_whose_output_is_a_number() -> None:

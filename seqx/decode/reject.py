@@ -24,6 +24,10 @@ from seqx.recipe import DecodeSettings, Recipe
 from seqx.report import Collect, Reporter
 
 FALLBACK = 0.5  # when the valid split cannot tell (no negatives reach the gap check): max_ctc_gap's default
+# the smallest margin chosen: 0 means "no gap check", so a best cut at or below 0 (a CTC gap can be
+# negative: the grammar's answer scored above the CTC head's frame-by-frame best path) is kept as
+# the strictest check there is, not turned into none
+MIN_MARGIN = 1e-4
 
 
 @dataclass
@@ -55,7 +59,7 @@ def choose_margin(command_gaps: list[float | None], negative_gaps: list[float | 
     errors = [sum(rates(c)) for c in cuts]
     best = min(errors)
     tied = [c for c, e in zip(cuts, errors) if e <= best + 1e-12]
-    margin = max(tied[len(tied) // 2], 0.0)
+    margin = max(tied[len(tied) // 2], MIN_MARGIN)
     return (margin, *rates(margin))
 
 
