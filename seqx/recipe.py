@@ -465,6 +465,13 @@ class DecodeSettings(_Section):
     # edit distance over the longer's words) is rejected: the model heard something the grammar
     # cannot say. 1 = off; `auto`: chosen on valid together with reject_margin, stored in the bundle
     reject_distance: Annotated[float, Field(ge=0.0, le=1.0)] | Literal["auto"] = "auto"
+    # with a grammar: a result whose score is less than this above that of the best-ranked answer of
+    # the n-best that is another command (another intent or slot value) is "not understood
+    # (ambiguous)": a wrong command is usually a close second to the right one. 0 = off. It turns
+    # away right answers too, about one per wrong one caught on the demo models at 0.3
+    # (docs/decoding.md "Ambiguous answers"): worth it where acting on a wrong command costs more
+    # than asking again
+    reject_nbest_margin: float = Field(0.0, ge=0.0, le=100.0)
     # no-speech gate: a file in which no 32 ms window reaches this Silero VAD speech probability
     # is not understood, whatever the model would say (loud noise); 0 = off
     vad_threshold: float = Field(0.5, ge=0.0, lt=1.0)

@@ -233,3 +233,34 @@ def test_command_scores_count_which_slot_values_were_heard_as_which() -> None:
     assert [(c.slot, c.said, c.heard, c.count) for c in scores.confusions] == [
         ("number", "14", "40", 2), ("intent", "timer", "stop", 1), ("label", "tea", NOT_SAID, 1),
     ]  # fmt: skip
+
+
+def test_an_answer_close_to_another_command_is_ambiguous() -> None:
+    """decode.reject_nbest_margin: the answer's lead over the best-ranked *other command* of the
+    n-best (another spelling of the same command does not count); the result reports decode.nbest."""
+    from seqx.decode.result import Hypothesis, Result, Rules, judge
+    from seqx.grammar.load import grammar_from_dict
+
+    grammar = grammar_from_dict({"intents": {"set": ["set the volume to {number}"], "stop": ["stop"]},
+                                 "slots": {"number": ["fourteen: 14", "forty: 40"]}})  # fmt: skip
+    said = ["set the volume to fourteen", "set the volume to fourteen", "set the volume to forty", "stop"]
+    hyps = [Hypothesis([i], score, 0.9) for i, score in enumerate([-0.10, -0.12, -0.25, -0.9])]
+
+    def decide(lead: float, keep: int = 1, n: int = 4) -> Result:
+        result = Result(path="x.wav")
+        judge(result, hyps[:n], lambda tokens: said[tokens[0]], Rules(0.0, 1.0, 0.0, lead, keep), grammar)
+        return result
+
+    close = decide(0.2)  # forty is 0.15 behind: the second "fourteen" is the same command
+    assert not close.understood and close.reason == "ambiguous" and close.text == ""
+    assert close.command_lead == pytest.approx(0.15) and len(close.nbest) == 1
+    sure = decide(0.1, keep=3)
+    assert sure.understood and sure.slots == {"number": 14} and sure.command_lead == pytest.approx(0.15)
+    assert [h["text"] for h in sure.nbest] == said[:3]
+    alone = decide(0.2, n=2)  # no other command in the n-best: nothing to be confused with
+    assert alone.understood and alone.command_lead is None
+    off = decide(0.0)
+    assert off.understood and off.command_lead is None
+    # free decoding has no commands to compare: the rule applies with a grammar only
+    assert Rules.of({"reject_margin": 0.3, "max_ctc_gap": 0.5, "reject_distance": 0.2, "min_confidence": 0.0,
+                     "reject_nbest_margin": 0.4, "nbest": 2}, constrained=False).lead == 0.0  # fmt: skip

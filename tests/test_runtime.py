@@ -78,7 +78,7 @@ def _same_results(onnx_results: list, torch_results: list, what: object) -> None
         assert [x is None for x in slot_a] == [y is None for y in slot_b], (what, a.path)
         assert [x for x in slot_a if x is not None] == pytest.approx([y for y in slot_b if y is not None], abs=1e-4)
         assert a.score == pytest.approx(b.score, abs=1e-4)
-        for key in ("ctc_gap", "free_gap"):
+        for key in ("ctc_gap", "free_gap", "command_lead"):
             x, y = getattr(a, key), getattr(b, key)
             assert (x is None) == (y is None) and (x is None or x == pytest.approx(y, abs=1e-4)), (what, key, a.path)
 
@@ -92,7 +92,7 @@ def test_fp32_export_transcribes_the_test_split_like_torch(trained: tuple[Recipe
     reasons: set[str | None] = set()
     # free_ctc_weight: the free beam beside the grammar's, and free decoding, at another CTC weight
     for options in ({}, {"greedy": True}, {"nbest": 3}, {"grammar": "none"}, {"free_ctc_weight": 0.0},
-                    {"grammar": "none", "free_ctc_weight": 0.1}):
+                    {"grammar": "none", "free_ctc_weight": 0.1}, {"reject_nbest_margin": 50.0}):
         torch_results = transcribe_files(bundle, paths, bundle.decode.merged(**options))
         onnx_results = runtime_transcribe(exported, paths, settings_for(exported, **options))
         _same_results(onnx_results, torch_results, options)
@@ -108,6 +108,9 @@ def test_fp32_export_transcribes_the_test_split_like_torch(trained: tuple[Recipe
     assert any(r.reason == "rejected" and r.ctc_gap is not None and r.ctc_gap <= 1.0 for r in results + onnx_whole)
     # the gates had work to do: the corpus's empty files are no speech to Silero, and some answers are rejected
     assert {"no speech", "rejected"} <= reasons, reasons
+    # decode.reject_nbest_margin at its strictest: every answer with another command in its n-best is
+    # ambiguous, in both paths alike (above), and a result still reports decode.nbest answers
+    assert "ambiguous" in reasons and all(len(r.nbest) <= 1 for r in results)
 
 
 def test_log_probs_agree_within_1e4(trained: tuple[Recipe, Bundle, Path]) -> None:

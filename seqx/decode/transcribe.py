@@ -41,7 +41,7 @@ from seqx.decode.bundle import Bundle
 from seqx.decode.ctc_gap import ctc_gaps_from
 from seqx.decode.result import (  # the torch-free half, shared with seqx.runtime
     AUDIO_SUFFIXES, Hypothesis, Result, Rules, Searched, ctc_best_paths, expand_inputs, gate, heard_speech,
-    join_pieces, joint_gaps, judge, loudness_dbfs, note,
+    join_pieces, joint_gaps, judge, loudness_dbfs, note, search_nbest,
 )  # fmt: skip
 from seqx.decode.search import decode_batch
 from seqx.decode.slot_rescore import Rescorer, rerank_all
@@ -99,7 +99,10 @@ def search_checked(
         ctc = model.ctc_logprobs(memory.float()) if bundle.dims.ctc else None
         rescore = rescorer is not None and automaton is not None and model.slot_heads is not None
         slots = model.slot_logprobs(memory.float(), mem_lens).cpu().numpy() if rescore else None
-        wide = settings.merged(nbest=max(settings.nbest, settings.beam)) if rescore else settings
+        # the slot heads' rerank and the ambiguity check judge the whole n-best
+        lead_on = automaton is not None and settings.reject_nbest_margin > 0
+        keep = search_nbest(settings.nbest, settings.beam, rescore or lead_on)
+        wide = settings.merged(nbest=keep)
         with autocast_for(device, settings.precision):
             nbests = decode_batch(
                 model, memory, mem_lens, wide, use_cache=use_cache, ctc_logprobs=ctc, grammar=automaton
@@ -110,7 +113,7 @@ def search_checked(
                 if automaton is not None and settings.free_beam > 0
                 else None
             )
-        nbests = rerank_all(rescorer if rescore else None, nbests, slots, bundle.tokenizer.decode, settings.nbest)
+        nbests = rerank_all(rescorer if rescore else None, nbests, slots, bundle.tokenizer.decode, keep)
         free: list[Hypothesis | None] = [h[0] if h else None for h in free_nbests] if free_nbests else [None] * B
         best = [h[0] if h else None for h in nbests]
         free_gaps = joint_gaps(best, free, mem_lens.tolist(), settings.length_penalty)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from seqx.decode.result import (
-    Hypothesis, Result, Rules, Searched, ctc_best_paths, gate, join_pieces, joint_gaps, judge, note,
+    Hypothesis, Result, Rules, Searched, ctc_best_paths, gate, join_pieces, joint_gaps, judge, note, search_nbest,
 )  # fmt: skip
 from seqx.decode.slot_rescore import HeadLayout, Rescorer, rerank_all
 from seqx.errors import AudioError, SeqxError
@@ -25,12 +25,12 @@ CONV_MIN_FRAMES = 7  # seqx.model.frontend: the conv2d front-end's shortest inpu
 SETTINGS = (
     "beam", "nbest", "ctc_weight", "free_ctc_weight", "length_penalty", "max_len_ratio", "max_len", "batch_size",
     "max_segment_s", "min_confidence", "max_ctc_gap", "silence_dbfs", "grammar", "reject_margin", "free_beam",
-    "reject_distance", "vad_threshold", "slot_weight", "speech_margin_s", "views",
+    "reject_distance", "vad_threshold", "slot_weight", "speech_margin_s", "views", "reject_nbest_margin",
 )  # fmt: skip
 # an export's config from before a setting existed
 DEFAULTS = {"grammar": "recipe", "free_ctc_weight": None, "reject_margin": "auto", "free_beam": 0,
             "reject_distance": "auto", "vad_threshold": 0.0, "max_segment_s": 20.0, "slot_weight": 0.0,
-            "speech_margin_s": 0.5, "views": 1}
+            "speech_margin_s": 0.5, "views": 1, "reject_nbest_margin": 0.0}
 
 
 def settings_for(model: ExportedModel, **options: Any) -> dict[str, Any]:
@@ -84,7 +84,8 @@ def search_checked(model: ExportedModel, feats: list[np.ndarray], settings: dict
     mask = model.mask if constrained(model, settings) else None
     rescorer = rescorer_for(model, settings) if mask is not None and len(outputs) > 5 else None
     # with the heads' vote the constrained beam keeps its whole n-best for them to rerank
-    nbest = max(settings["nbest"], settings["beam"]) if rescorer is not None else settings["nbest"]
+    lead_on = mask is not None and float(settings["reject_nbest_margin"]) > 0
+    nbest = search_nbest(settings["nbest"], settings["beam"], rescorer is not None or lead_on)
     B = len(feats)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         nbests = decode_batch(enc, model.step, dims, settings["beam"], nbest, settings, mask)
@@ -94,7 +95,7 @@ def search_checked(model: ExportedModel, feats: list[np.ndarray], settings: dict
             else None
         )
         slots = outputs[5] if rescorer is not None else None
-        nbests = rerank_all(rescorer, nbests, slots, model.detokenize, settings["nbest"])
+        nbests = rerank_all(rescorer, nbests, slots, model.detokenize, nbest)
         free: list[Hypothesis | None] = [h[0] if h else None for h in free_nbests] if free_nbests else [None] * B
         best = [h[0] if h else None for h in nbests]
         free_gaps = joint_gaps(best, free, mem_lens.tolist(), settings["length_penalty"])
