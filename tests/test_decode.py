@@ -28,7 +28,7 @@ from seqx.decode.transcribe import transcribe_files
 from seqx.errors import SeqxError
 from seqx.featurize.span import speech_span
 from seqx.recipe import Recipe
-from tiny import FBANK, TEMPLATES, train_tiny
+from tiny import FBANK, TEMPLATES, TINY_BASE, train_tiny
 
 TINY = [*TEMPLATES, *FBANK, "data.size=64", "data.synth.empty_share=0.4", "train.epochs=60"]
 # empty_share 0.4: enough noise of each kind to learn that it means nothing
@@ -243,3 +243,19 @@ def test_evaluate_set_decode_reaches_the_bundle_settings() -> None:
     assert (merged.beam, merged.free_ctc_weight, merged.ctc_weight) == (3, 0.2, 0.5)
     assert (merged.reject_margin, merged.reject_distance) == (0.4, 0.3)  # chosen at training, kept
     assert decode_overrides(recipe.decode, None) == {}
+
+
+def test_evaluate_prints_its_tables(trained: tuple[Recipe, Bundle]) -> None:
+    """`seqx evaluate` without --json, as `make demo` ends: the figures, the subsets and the
+    negatives' tables, free and constrained (a name shadowed in the table code once broke it)."""
+    from seqx.cli.app import app
+
+    recipe, _ = trained
+    args = ["evaluate", str(REPO / "recipes/commands.yaml"), "--split", "valid", "--limit", "6", "--oog", "3",
+            "--device", "cpu"]  # fmt: skip
+    for key in [f"exp_dir={recipe.exp_dir}", *TINY_BASE, *TINY]:
+        args += ["--set", key]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    for heading in (" utterances (beam", "subsets: sentence accuracy", "false accepts % by negative kind", "constrained"):
+        assert heading in result.output, result.output

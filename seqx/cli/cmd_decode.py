@@ -213,8 +213,7 @@ def evaluate(
     # two-line headers and figures that never wrap: the table fits 80 columns
     columns = ("decoding", "WER\n%", "acc\n%", "cmd\nacc %", "FR\n%", "wrong\n%", "FA\noog %", "FA\nnoise %", "RTF")
     for column in columns:
-        first = column == "decoding"
-        table.add_column(column, justify="left" if first else "right", no_wrap=True)
+        table.add_column(column, justify="left" if column == "decoding" else "right", no_wrap=True)
     pct = lambda x: "-" if x is None else f"{100 * x:.1f}"  # noqa: E731
     for mode, r in reports.items():
         c, n = r.commands, r.negatives
