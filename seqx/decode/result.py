@@ -145,8 +145,8 @@ class Rules:
     @classmethod
     def of(cls, decode: Any, constrained: bool) -> Rules:
         """`decode`: anything with the decode settings as attributes or keys."""
-        get = decode.get if isinstance(decode, dict) else lambda key: getattr(decode, key, None)
-        lead = get("reject_nbest_margin")  # None: an export from before the setting
+        get = decode.get if isinstance(decode, dict) else lambda key: getattr(decode, key)
+        lead = get("reject_nbest_margin")  # None: an export config from before the setting
         return cls(
             ctc_margin(get("reject_margin"), get("max_ctc_gap"), constrained),
             distance_limit(get("reject_distance"), constrained),
@@ -155,11 +155,10 @@ class Rules:
             int(get("nbest") or 0),
         )
 
-
-def search_nbest(nbest: int, beam: int, widen: bool) -> int:
-    """Answers a search keeps: the whole beam when something judges the n-best after it (the slot
-    heads' rerank, decode.reject_nbest_margin), else what the caller asked for. Both paths use it."""
-    return max(nbest, beam) if widen else nbest
+    def search_nbest(self, beam: int, rescore: bool) -> int:
+        """Answers the search keeps: the whole beam when something judges the n-best after it (the
+        slot heads' rerank, the ambiguity check), else the ones a result reports. Both paths use it."""
+        return max(self.keep, beam) if rescore or self.lead > 0 else self.keep
 
 
 # ------------------------------------------------------------------ before the model is asked

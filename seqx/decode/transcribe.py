@@ -41,7 +41,7 @@ from seqx.decode.bundle import Bundle
 from seqx.decode.ctc_gap import ctc_gaps_from
 from seqx.decode.result import (  # the torch-free half, shared with seqx.runtime
     AUDIO_SUFFIXES, Hypothesis, Result, Rules, Searched, ctc_best_paths, expand_inputs, gate, heard_speech,
-    join_pieces, joint_gaps, judge, loudness_dbfs, note, search_nbest,
+    join_pieces, joint_gaps, judge, loudness_dbfs, note,
 )  # fmt: skip
 from seqx.decode.search import decode_batch
 from seqx.decode.slot_rescore import Rescorer, rerank_all
@@ -99,9 +99,7 @@ def search_checked(
         ctc = model.ctc_logprobs(memory.float()) if bundle.dims.ctc else None
         rescore = rescorer is not None and automaton is not None and model.slot_heads is not None
         slots = model.slot_logprobs(memory.float(), mem_lens).cpu().numpy() if rescore else None
-        # the slot heads' rerank and the ambiguity check judge the whole n-best
-        lead_on = automaton is not None and settings.reject_nbest_margin > 0
-        keep = search_nbest(settings.nbest, settings.beam, rescore or lead_on)
+        keep = Rules.of(settings, automaton is not None).search_nbest(settings.beam, rescore)
         wide = settings.merged(nbest=keep)
         with autocast_for(device, settings.precision):
             nbests = decode_batch(

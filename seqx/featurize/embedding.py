@@ -119,7 +119,7 @@ def mean_of_views(views: list[np.ndarray]) -> np.ndarray:
 
     Why: a model hears one view per utterance in training (features.embed_views); at decode time
     the mean of all of them is steadier than any one (docs/benchmarks.md "Views at decode time")."""
-    first = views[0].astype(np.float32)
+    first = views[0].astype(np.float32, copy=False)  # one view (the default): as it is, no copy
     if len(views) == 1:
         return first
     total = first.copy()

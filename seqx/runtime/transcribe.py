@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from seqx.decode.result import (
-    Hypothesis, Result, Rules, Searched, ctc_best_paths, gate, join_pieces, joint_gaps, judge, note, search_nbest,
+    Hypothesis, Result, Rules, Searched, ctc_best_paths, gate, join_pieces, joint_gaps, judge, note,
 )  # fmt: skip
 from seqx.decode.slot_rescore import HeadLayout, Rescorer, rerank_all
 from seqx.errors import AudioError, SeqxError
@@ -83,9 +83,8 @@ def search_checked(model: ExportedModel, feats: list[np.ndarray], settings: dict
     enc = {"mem_lens": mem_lens, "ctc": ctc, "cross_k": cross_k, "cross_v": cross_v}
     mask = model.mask if constrained(model, settings) else None
     rescorer = rescorer_for(model, settings) if mask is not None and len(outputs) > 5 else None
-    # with the heads' vote the constrained beam keeps its whole n-best for them to rerank
-    lead_on = mask is not None and float(settings["reject_nbest_margin"]) > 0
-    nbest = search_nbest(settings["nbest"], settings["beam"], rescorer is not None or lead_on)
+    # with the heads' vote or the ambiguity check the constrained beam keeps its whole n-best for them
+    nbest = Rules.of(settings, mask is not None).search_nbest(settings["beam"], rescorer is not None)
     B = len(feats)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         nbests = decode_batch(enc, model.step, dims, settings["beam"], nbest, settings, mask)
