@@ -29,6 +29,7 @@ Model FLOPs (per step, counted analytically over the real, unpadded lengths; x3 
     attention:  per encoder layer 3 * 4 * S^2 * d, per decoder layer 3 * 4 * (U^2 + U*S) * d
                 (QK^T and AV, each 2 * n^2 * d multiply-adds)
     front-end:  conv2d: 3 * 2 * k^2 * C_in * C_out * T' * F' for each convolution
+    conformer:  per encoder layer 3 * 2 * conv_kernel * d * S (depthwise; its pointwise layers are in P_enc)
 S = encoder frames after the front-end, U = target tokens (+ eos), summed over the batch.
 MFU = model FLOPs per second / --peak-tflops (default 989: H100 SXM bf16 dense); CUDA only.
 """
@@ -131,6 +132,7 @@ def model_flops(model: Seq2SeqTransformer, dims: ModelDimensions, feat_lens: Ten
     p_ctc = dims.vocab_size * d if dims.ctc else 0
     flops = 6 * ((p_enc + p_front + p_ctc) * S.sum() + (p_dec + p_out) * U.sum())
     flops += 12 * d * (dims.enc_layers * (S**2).sum() + dims.dec_layers * (U**2 + U * S).sum())
+    flops += 6 * dims.conv_kernel * d * dims.enc_layers * S.sum()  # depthwise convolutions (pointwise: in p_enc)
     if dims.frontend == "conv2d":
         c = dims.conv_channels or d
         t1 = torch.div(feat_lens.cpu() - 3, 2, rounding_mode="floor") + 1

@@ -382,12 +382,15 @@ class ModelSettings(_Section):
     norm: Literal["pre", "post"] = "pre"  # post-LN is the paper's; pre-LN trains more easily
     frontend: Literal["none", "linear", "conv2d"] = "conv2d"
     conv_channels: int = Field(0, ge=0, le=4096)  # conv2d channels; 0 = d_model. Fewer: a cheaper front-end
+    conv_kernel: int = Field(0, ge=0, le=63)  # Conformer convolution module in each encoder block (odd); 0 = none
     ctc_weight: float = Field(0.3, ge=0.0, le=1.0)  # 0 = no CTC head
     tie_embeddings: bool = True
     max_positions: int = Field(4096, ge=16)  # longest sequence the sinusoidal table covers
 
     @model_validator(mode="after")
     def _check_heads(self) -> ModelSettings:
+        if self.conv_kernel % 2 == 0 and self.conv_kernel:
+            raise ValueError(f"model.conv_kernel: must be odd (the convolution is centred), got {self.conv_kernel}")
         if self.d_model % self.heads:
             raise ValueError(f"model.d_model: must be divisible by model.heads ({self.d_model} vs {self.heads})")
         return self

@@ -127,10 +127,10 @@ def test_frontend_lengths(frontend: str) -> None:
         assert out.tolist() == lens.tolist() and x.shape[1] == 41
 
 
-@pytest.mark.parametrize("frontend", ["none", "linear", "conv2d"])
+@pytest.mark.parametrize(("frontend", "conv_kernel"), [("none", 0), ("linear", 0), ("conv2d", 0), ("linear", 5)])
 @pytest.mark.parametrize("norm_first", [True, False])
-def test_padding_never_changes_real_outputs(frontend: str, norm_first: bool) -> None:
-    m = model(frontend=frontend, norm_first=norm_first, ctc=True)
+def test_padding_never_changes_real_outputs(frontend: str, conv_kernel: int, norm_first: bool) -> None:
+    m = model(frontend=frontend, norm_first=norm_first, ctc=True, conv_kernel=conv_kernel)
     feats, lens = torch.randn(2, 40, 16), torch.tensor([40, 23])
     tokens, tok_lens = torch.randint(3, V, (2, 6)), torch.tensor([6, 3])
     out = m(feats, lens, tokens, tok_lens)
@@ -223,5 +223,9 @@ def test_joint_loss_with_empty_targets() -> None:
 def test_bad_sizes_raise_clearly() -> None:
     with pytest.raises(SeqxError, match="must equal"):
         dims(frontend="none", n_feats=40)
+    with pytest.raises(SeqxError, match="conv_kernel: must be odd"):
+        dims(conv_kernel=4)
+    with pytest.raises(ValueError, match="conv_kernel: must be odd"):
+        ModelSettings(conv_kernel=6)
     with pytest.raises(SeqxError, match="max_positions"):
         model(max_positions=16).encode(torch.randn(1, 20, 16), torch.tensor([20]))

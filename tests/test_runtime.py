@@ -157,14 +157,17 @@ def test_int8_changes_few_transcripts(trained: tuple[Recipe, Bundle, Path], tmp_
     assert changed <= 0.1 * len(paths), f"int8 changed {changed} of {len(paths)} transcripts"
 
 
-@pytest.mark.parametrize("frontend", ["none", "linear", "conv2d"])
+@pytest.mark.parametrize(("frontend", "conv_kernel"), [("none", 0), ("linear", 0), ("conv2d", 0), ("linear", 5)])
 def test_each_front_end_exports_and_decodes_alike(
-    trained: tuple[Recipe, Bundle, Path], tmp_path: Path, frontend: str
+    trained: tuple[Recipe, Bundle, Path], tmp_path: Path, frontend: str, conv_kernel: int
 ) -> None:
     recipe, bundle, _ = trained
     torch.manual_seed(0)
     d_model = bundle.dims.n_feats if frontend == "none" else 32
-    dims = replace(bundle.dims, frontend=frontend, d_model=d_model, heads=2, d_ff=64, conv_channels=4, dec_layers=2)
+    dims = replace(
+        bundle.dims, frontend=frontend, d_model=d_model, heads=2, d_ff=64, conv_channels=4, dec_layers=2,
+        conv_kernel=conv_kernel,
+    )
     model = Seq2SeqTransformer(dims).eval()
     folder = save_bundle(tmp_path / "bundle", model, bundle.features, bundle.sample_rate, bundle.cmvn, bundle.tokenizer, bundle.decode)
     random_bundle = load_bundle(folder)

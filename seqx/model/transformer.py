@@ -19,6 +19,7 @@ from torch import Tensor, nn
 
 from seqx.errors import SeqxError
 from seqx.model.attention import AttentionCache, MultiHeadAttention, causal_mask, key_mask
+from seqx.model.convolution import ConvolutionModule
 from seqx.model.frontend import FrontEnd
 from seqx.model.slot_head import SlotHeads
 
@@ -55,6 +56,7 @@ class ModelDimensions:
     norm_first: bool = True  # pre-LN (True) trains more easily; post-LN (False) is the paper's
     frontend: str = "conv2d"  # "none" | "linear" | "conv2d"
     conv_channels: int = 0  # conv2d channels; 0 = d_model (fewer make the front-end much cheaper on a CPU)
+    conv_kernel: int = 0  # a Conformer convolution module of this width in every encoder block; 0 = none
     ctc: bool = True  # auxiliary CTC head on the encoder
     tie_embeddings: bool = True  # output projection shares the token embedding matrix
     max_positions: int = 4096  # longest sequence (frames after the front-end, or tokens)
@@ -69,6 +71,8 @@ class ModelDimensions:
         object.__setattr__(self, "slot_classes", tuple(int(n) for n in self.slot_classes))  # JSON gives a list
         if self.frontend not in ("none", "linear", "conv2d"):
             raise SeqxError(f"model.frontend: unknown front-end {self.frontend!r} (none, linear, conv2d)")
+        if self.conv_kernel and self.conv_kernel % 2 == 0:
+            raise SeqxError(f"model.conv_kernel: must be odd (the convolution is centred), got {self.conv_kernel}")
         if self.d_model % self.heads:
             raise SeqxError(f"model.d_model: must be divisible by model.heads ({self.d_model} vs {self.heads})")
         if self.frontend == "none" and self.n_feats != self.d_model:
@@ -124,14 +128,22 @@ def sinusoids(length: int, channels: int, max_timescale: float = 10000.0) -> tor
 
 
 class ResidualAttentionBlock(nn.Module):
-    """Self-attention [+ cross-attention] + ReLU feed-forward, each in a residual with LayerNorm.
+    """Self-attention [+ cross-attention | + convolution] + ReLU feed-forward, each in a residual
+    with LayerNorm.
 
     norm_first=True (pre-LN):  x = x + Drop(Sublayer(LN(x)))   (the stack ends with a LayerNorm)
     norm_first=False (post-LN): x = LN(x + Drop(Sublayer(x)))  (Vaswani et al.)
     """
 
     def __init__(
-        self, d_model: int, heads: int, d_ff: int, dropout: float, norm_first: bool, cross_attention: bool = False
+        self,
+        d_model: int,
+        heads: int,
+        d_ff: int,
+        dropout: float,
+        norm_first: bool,
+        cross_attention: bool = False,
+        conv_kernel: int = 0,
     ) -> None:
         super().__init__()
         self.norm_first = norm_first
@@ -139,6 +151,8 @@ class ResidualAttentionBlock(nn.Module):
         self.attn_ln = nn.LayerNorm(d_model)
         self.cross_attn = MultiHeadAttention(d_model, heads, dropout) if cross_attention else None
         self.cross_attn_ln = nn.LayerNorm(d_model) if cross_attention else None
+        self.conv = ConvolutionModule(d_model, conv_kernel) if conv_kernel else None
+        self.conv_ln = nn.LayerNorm(d_model) if conv_kernel else None
         self.mlp = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model))
         self.mlp_ln = nn.LayerNorm(d_model)
         self.drop = nn.Dropout(dropout)
@@ -161,6 +175,9 @@ class ResidualAttentionBlock(nn.Module):
         x = self._residual(x, self.attn_ln, lambda h: self.attn(h, mask=mask, cache=self_cache))
         if self.cross_attn is not None and self.cross_attn_ln is not None:
             x = self._residual(x, self.cross_attn_ln, lambda h: self.cross_attn(h, xa, mask=xa_mask, cache=cross_cache))
+        if self.conv is not None and self.conv_ln is not None and mask is not None:
+            keep = mask[:, 0, 0, :, None]  # (B, S, 1) from the encoder's key mask
+            x = self._residual(x, self.conv_ln, lambda h: self.conv(h, keep))
         return self._residual(x, self.mlp_ln, self.mlp)
 
 
@@ -174,7 +191,9 @@ class Encoder(nn.Module):
         self.register_buffer("positions", sinusoids(dims.max_positions, dims.d_model), persistent=False)
         self.drop = nn.Dropout(dims.dropout)
         self.blocks = nn.ModuleList(
-            ResidualAttentionBlock(dims.d_model, dims.heads, dims.d_ff, dims.dropout, dims.norm_first)
+            ResidualAttentionBlock(
+                dims.d_model, dims.heads, dims.d_ff, dims.dropout, dims.norm_first, conv_kernel=dims.conv_kernel
+            )
             for _ in range(dims.enc_layers)
         )
         self.ln_post = nn.LayerNorm(dims.d_model) if dims.norm_first else nn.Identity()
