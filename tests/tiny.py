@@ -36,6 +36,11 @@ TINY_BASE = [
     "model.enc_layers=2",
     "model.dec_layers=1",
     "model.d_ff=96",
+    # no convolution module: which out-of-grammar sentences a model of a few memorized files rejects,
+    # and whether it hears an endpointer's cut of a file as the file, is its luck; these tests were
+    # set up on the plain Transformer's. The convolution is trained in test_cli_demo.py and checked
+    # for padding and export parity in test_model.py and test_runtime.py.
+    "model.conv_kernel=0",
     "model.dropout=0",
     "train.lr=0.005",
     "train.label_smoothing=0",
