@@ -15,8 +15,8 @@ from torch import Tensor, nn
 
 
 class ConvolutionModule(nn.Module):
-    """forward(x (B, S, D), keep (B, S, 1) True on real frames) -> (B, S, D); padded frames are
-    zeroed before the depthwise convolution, so padding never reaches a real frame."""
+    """forward(x (B, S, D), keep (B, S, 1) True on real frames, or None: all real) -> (B, S, D);
+    padded frames are zeroed before the depthwise convolution, so padding never reaches a real frame."""
 
     def __init__(self, d_model: int, kernel: int) -> None:
         super().__init__()
@@ -27,7 +27,9 @@ class ConvolutionModule(nn.Module):
         self.norm = nn.LayerNorm(d_model)
         self.pointwise_out = nn.Linear(d_model, d_model)
 
-    def forward(self, x: Tensor, keep: Tensor) -> Tensor:
-        h = F.glu(self.pointwise_in(x), dim=-1).masked_fill(~keep, 0.0)  # (B, S, D)
+    def forward(self, x: Tensor, keep: Tensor | None) -> Tensor:
+        h = F.glu(self.pointwise_in(x), dim=-1)  # (B, S, D)
+        if keep is not None:
+            h = h.masked_fill(~keep, 0.0)
         h = self.depthwise(h.transpose(1, 2)).transpose(1, 2)
         return self.pointwise_out(F.silu(self.norm(h)))

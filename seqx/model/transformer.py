@@ -175,8 +175,8 @@ class ResidualAttentionBlock(nn.Module):
         x = self._residual(x, self.attn_ln, lambda h: self.attn(h, mask=mask, cache=self_cache))
         if self.cross_attn is not None and self.cross_attn_ln is not None:
             x = self._residual(x, self.cross_attn_ln, lambda h: self.cross_attn(h, xa, mask=xa_mask, cache=cross_cache))
-        if self.conv is not None and self.conv_ln is not None and mask is not None:
-            keep = mask[:, 0, 0, :, None]  # (B, S, 1) from the encoder's key mask
+        if self.conv is not None and self.conv_ln is not None:
+            keep = None if mask is None else mask[:, 0, 0, :, None]  # (B, S, 1) from the encoder's key mask
             x = self._residual(x, self.conv_ln, lambda h: self.conv(h, keep))
         return self._residual(x, self.mlp_ln, self.mlp)
 
