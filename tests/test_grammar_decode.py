@@ -264,3 +264,26 @@ def test_an_answer_close_to_another_command_is_ambiguous() -> None:
     # free decoding has no commands to compare: the rule applies with a grammar only
     assert Rules.of({"reject_margin": 0.3, "max_ctc_gap": 0.5, "reject_distance": 0.2, "min_confidence": 0.0,
                      "reject_nbest_margin": 0.4, "nbest": 2}, constrained=False).lead == 0.0  # fmt: skip
+
+
+def test_a_long_file_nothing_of_which_is_understood_says_why() -> None:
+    """A long recording's verdict comes from its pieces: speech the checks turned away is
+    "rejected", not "no speech"; only pieces with nothing in them make the file "no speech"."""
+    import numpy as np
+
+    from seqx.decode.result import Result, join_pieces
+    from seqx.listen.segment import Piece
+
+    pieces = [Piece(0.0, 10.0, np.zeros(1)), Piece(10.0, 20.0, np.zeros(1)), Piece(20.0, 30.0, np.zeros(1))]
+
+    def joined(*reasons: str | None, texts: tuple[str, ...] = ("", "", "")) -> Result:
+        parts = [Result("x", text=t, understood=bool(t), reason=r) for r, t in zip(reasons, texts, strict=True)]
+        result = Result("x")
+        join_pieces(result, pieces, parts)
+        return result
+
+    turned_away = joined("silence", "rejected", "ambiguous")
+    assert (turned_away.understood, turned_away.no_speech, turned_away.reason) == (False, True, "rejected")
+    assert joined("silence", "no speech", "silence").reason == "no speech"
+    heard = joined("rejected", None, "silence", texts=("", "open the terminal", ""))
+    assert (heard.understood, heard.reason, heard.text) == (True, None, "open the terminal")
