@@ -51,7 +51,7 @@ def test_what_the_recipe_sets_wins_over_the_base_and_its_device_profile(tmp_path
     )  # fmt: skip
     recipe = load_recipe(path)
     cpu = recipe.for_device("cpu")
-    assert (cpu.data.size, cpu.train.epochs) == (900, 20)  # the base's cpu profile says 3000 and 12
+    assert (cpu.data.size, cpu.train.epochs) == (900, 20)  # the base's cpu profile says 3000 and 18
     assert cpu.model.d_model == 96  # the recipe's own profile entry
     assert cpu.model.enc_layers == load_recipe("commands").for_device("cpu").model.enc_layers  # the rest stays
     assert cpu.data.synth.engines == load_recipe("commands").data.synth.engines
