@@ -70,6 +70,7 @@ def records(recipe_path: str, model: str, overrides: list[str], split: str, n_oo
             "ctc_text": res.ctc_text, "ctc_in_grammar": bool(res.ctc_text) and grammar.accepts(res.ctc_text),
             "ctc_distance": word_distance(res.ctc_text, res.text) if res.ctc_text is not None and res.text else None,
             "confidence": res.confidence, "nbest_margin": nbest_margin(grammar, res.nbest),
+            "duration": res.duration,  # the file's seconds: about how many 80 ms frames the CTC gap is per
         })  # fmt: skip
     return out
 
