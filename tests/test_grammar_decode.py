@@ -235,6 +235,37 @@ def test_command_scores_count_which_slot_values_were_heard_as_which() -> None:
     ]  # fmt: skip
 
 
+def test_command_scores_say_what_the_not_understood_checks_cost_and_caught() -> None:
+    """A rejected result keeps the grammar's answer in its n-best: `seqx evaluate` counts the
+    commands right before the checks (accepted, or rejected though right) and the wrong answers the
+    checks caught. Silence and a search with no answer are not the checks' doing."""
+    from seqx.decode.evaluate import _command_scores
+    from seqx.decode.result import Result
+    from seqx.grammar import grammar_from_dict
+
+    grammar = grammar_from_dict({"intents": {"timer": ["set a timer for {number} minutes"], "stop": ["stop"]},
+                                 "slots": {"number": ["fourteen: 14", "forty: 40"]}})  # fmt: skip
+    fourteen, forty = "set a timer for fourteen minutes", "set a timer for forty minutes"
+
+    def rejected(answer: str, reason: str = "rejected") -> Result:
+        return Result(path="x", reason=reason, no_speech=True, nbest=[{"text": answer, "score": -1.0}])
+
+    refs = [fourteen, fourteen, fourteen, forty, "stop", "stop", "stop"]
+    results = [
+        Result(path="a", text=fourteen, understood=True),  # right
+        Result(path="b", text=forty, understood=True),  # wrong, acted on
+        rejected(fourteen),  # right, turned away
+        rejected(fourteen, "ambiguous"),  # wrong, caught
+        rejected("stop", "low confidence"),  # right, turned away
+        Result(path="f", reason="no speech", no_speech=True),  # the gate, not the checks
+        Result(path="g", reason="no answer", no_speech=True, nbest=[]),
+    ]
+    scores = _command_scores(refs, results, grammar)
+    assert scores.acceptance == 1 / 7 and scores.wrong_answers == 1 / 7 and scores.false_rejects == 5 / 7
+    assert scores.right_before_checks == 3 / 7
+    assert scores.wrong_caught == 1 / 7
+
+
 def test_an_answer_close_to_another_command_is_ambiguous() -> None:
     """decode.reject_nbest_margin: the answer's lead over the best-ranked *other command* of the
     n-best (another spelling of the same command does not count); the result reports decode.nbest."""

@@ -221,6 +221,12 @@ def evaluate(
                       pct(c and c.false_rejects), pct(c and c.wrong_answers), pct(n and n.oog_false_accepts),
                       pct(n and n.noise_false_accepts), f"{r.rtf:.3f}")
     out.print(table)
+    for mode, r in reports.items():
+        c = r.commands
+        if c and (c.right_before_checks > c.acceptance or c.wrong_caught):
+            out.print(f"{mode}: {pct(c.right_before_checks)}% of commands right before the \"not understood\" checks; "
+                      f"they turned away {pct(c.right_before_checks - c.acceptance)}% that were right and "
+                      f"{pct(c.wrong_caught)}% that were another command", highlight=False)
     subsets = Table(title="subsets: sentence accuracy %")
     subsets.add_column("subset")
     for mode in reports:

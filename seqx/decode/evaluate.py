@@ -51,6 +51,11 @@ class CommandScores:
     # the answers that were understood but wrong, as (slot, value said, value heard) counted, most
     # frequent first: what to look at before changing a grammar or a corpus (which numbers blur)
     confusions: list[SlotConfusion] = field(default_factory=list)
+    # the grammar's answer before the "not understood" checks (CHECKED_REASONS): the command said,
+    # or another one that the checks turned away. Against acceptance and wrong_answers they say
+    # what the checks cost and what they caught, from one decoding run
+    right_before_checks: float = 0.0
+    wrong_caught: float = 0.0
 
 
 @dataclass
@@ -64,6 +69,9 @@ class SlotConfusion:
 
 
 NOT_SAID = "(none)"  # a slot value one side of a confusion does not have
+# the reasons a result that had an answer is "not understood" (seqx/decode/result.py `judge`): the
+# rejection thresholds and the n-best / confidence checks, not the search finding nothing
+CHECKED_REASONS = ("rejected", "ambiguous", "low confidence")
 MAX_CONFUSIONS = 20  # the most frequent kept in a report
 
 
@@ -171,6 +179,7 @@ def evaluate(
 
 def _command_scores(references: list[str], results: list[Result], parser: Grammar) -> CommandScores:
     accepted = rejected = n = 0
+    before = caught = 0  # right before the checks; wrong before them and turned away
     right: dict[str, list[bool]] = {}
     confused: Counter[tuple[str, str, str]] = Counter()
     for ref, res in zip(references, results):
@@ -180,7 +189,13 @@ def _command_scores(references: list[str], results: list[Result], parser: Gramma
         rejected += not res.understood
         want = parser.parse(ref)
         got = parser.parse(res.text) if res.understood else None  # free text is parsed the same way
-        accepted += want is not None and got is not None and (got.intent, got.slots) == (want.intent, want.slots)
+        accepted += same_command(want, got)
+        if res.understood:
+            before += same_command(want, got)
+        elif res.reason in CHECKED_REASONS and res.nbest:
+            answered = same_command(want, parser.parse(str(res.nbest[0]["text"])))
+            before += answered
+            caught += not answered
         if want is not None:
             right.setdefault("intent", []).append(got is not None and got.intent == want.intent)
             for key, value in want.slots.items():
@@ -190,7 +205,13 @@ def _command_scores(references: list[str], results: list[Result], parser: Gramma
     slots = {key: sum(v) / len(v) for key, v in sorted(right.items())}
     ranked = sorted(confused.items(), key=lambda item: (-item[1], item[0]))[:MAX_CONFUSIONS]
     return CommandScores(n, accepted / max(n, 1), rejected / max(n, 1), slots, (n - accepted - rejected) / max(n, 1),
-                         [SlotConfusion(slot, said, heard, count) for (slot, said, heard), count in ranked])
+                         [SlotConfusion(slot, said, heard, count) for (slot, said, heard), count in ranked],
+                         before / max(n, 1), caught / max(n, 1))  # fmt: skip
+
+
+def same_command(want: Parse | None, got: Parse | None) -> bool:
+    """Both parse, to the same intent and slot values (the wording may differ)."""
+    return want is not None and got is not None and (got.intent, got.slots) == (want.intent, want.slots)
 
 
 def _confusions(want: Parse, got: Parse) -> list[tuple[str, str, str]]:
