@@ -2,7 +2,7 @@
 
 Usage:
     python bench/reject_signals.py recipes/commands.yaml --model exp/commands/model \
-        [--set KEY=VALUE ...] [--splits valid,test] [--n-oog 120] [--out signals.jsonl] [--json]
+        [--set KEY=VALUE ...] [--splits valid,test] [--n-oog 120 (test)] [--out signals.jsonl] [--json]
 
 Decodes each split (its commands and nothing-said files) and its negative set (out-of-grammar
 sentences spoken by the split's voices, noise) constrained by the model's grammar, with every
@@ -31,7 +31,9 @@ from seqx.data.manifest import read_manifest  # noqa: E402
 from seqx.data.synth import corpus_grammar  # noqa: E402
 from seqx.decode.bundle import load_bundle  # noqa: E402
 from seqx.decode.negatives import build_negatives  # noqa: E402
-from seqx.decode.reject import choose_margin, choose_pair, without_rejection, word_distance  # noqa: E402
+from seqx.decode.reject import (  # noqa: E402
+    choose_margin, choose_pair, valid_negatives, without_rejection, word_distance,
+)
 from seqx.decode.transcribe import Constraint, transcribe_files  # noqa: E402
 from seqx.grammar.model import Grammar  # noqa: E402
 from seqx.recipe import load_recipe  # noqa: E402
@@ -46,9 +48,13 @@ def records(recipe_path: str, model: str, overrides: list[str], split: str, n_oo
     grammar = bundle.grammar or corpus_grammar(recipe.data)  # an older bundle stores none
     constraint = Constraint(grammar, bundle.automaton(grammar))
     utts = read_manifest(recipe.data_dir / f"{split}.jsonl")
+    # valid: the very set `seqx train` chose the thresholds on (a different count would remake its
+    # folder under the bundle); test: evaluate's repeats, with --n-oog sentences
     folder = recipe.eval_dir / ("negatives" if split == "test" else f"negatives-{split}")
-    # the repeats evaluate (test) and calibrate (valid) use, so the folders are shared, not remade
-    negatives = build_negatives(recipe, grammar, split, folder, n_oog=n_oog, noise_repeats=2 if split == "test" else 1)
+    negatives = (
+        valid_negatives(recipe, grammar) if split == "valid"
+        else build_negatives(recipe, grammar, split, folder, n_oog=n_oog, noise_repeats=2 if split == "test" else 1)
+    )  # fmt: skip
     # every check off, the distance check too (its text would be blanked); an 8-best for `nbest_margin`
     settings = without_rejection(bundle.decode).merged(nbest=NBEST)
     paths = [u.audio for u in utts] + [n.audio for n in negatives]
