@@ -6,7 +6,7 @@
 #      2048 of length-sorted lengths (spread 0.05): training's three Q/K/V products against one
 #      (`qkv1`), then the attention kernel (SDPA's pick, written-out `math`, memory-efficient `eff`);
 #   2. the full recipe (the GPU profile: 256-d, 6/3 layers, 36 epochs, SpecAugment) trained from
-#      the stores of a corpus made here (.gpu/gpu5k.yaml: the default mix at 5,000 commands, one
+#      the stores of a corpus made here (bench/gpu5k.yaml: the default mix at 5,000 commands, one
 #      view, clipped_share 0.1) with its clipped and tight copies and without them
 #      (bench/train_from_stores.py --without-copies). The bundles come back (weights as float16, to
 #      fit what a call returns) and are scored here, where the audio is.
@@ -18,8 +18,10 @@
 #       soxr jiwer rapidfuzz      (the versions of .venv: pip list)
 #     openwakeword's wheel (17 MB of graphs) stays here: training from stores runs no graph, and the
 #     bundle only records the version that made the features, so its metadata alone is written there.
-#   .gpu/gpu5k.yaml and .gpu/exp/gpu5k: the corpus's data/*.jsonl, data/.stamp.json, feats/{train,valid,
-#     cmvn.json} and tokenizer/, without audio (seqx featurize + tokenize .gpu/gpu5k.yaml --set exp_dir=...).
+#   .gpu/exp/gpu5k: bench/gpu5k.yaml's corpus without audio (about 45 MB), made here with
+#     seqx featurize bench/gpu5k.yaml --set exp_dir=/tmp/g5/exp && seqx tokenize bench/gpu5k.yaml --set exp_dir=/tmp/g5/exp
+#     then copied: data/{*.jsonl,.stamp.json,heldout_commands.txt}, feats/{train,valid,cmvn.json,.stamp.json,
+#     summary.json} and tokenizer/ of /tmp/g5/exp/gpu5k.
 # Locally, as a dry run on the CPU with tiny sizes: DEV=cpu SMALL=1 OUT=/tmp/gpuout bench/gpu_session.sh
 set -u
 OUT=${OUT:-/tmp/gpu_session_out}
@@ -64,7 +66,7 @@ step() {  # name, limit in seconds, command...: one part; a failure or a hang do
 train() {  # exp name, extra arguments: the full recipe from the carried stores; its bundle comes back
     local name=$1; shift
     mkdir -p .gpu/exp/$name && cp -a .gpu/exp/gpu5k/{data,feats,tokenizer} .gpu/exp/$name/
-    step "train_$name" 200 $PY bench/train_from_stores.py .gpu/gpu5k.yaml --device $DEV --set exp_dir=.gpu/exp \
+    step "train_$name" 200 $PY bench/train_from_stores.py bench/gpu5k.yaml --device $DEV --set exp_dir=.gpu/exp \
         --set name=$name --set train.workers=4 $EPOCHS --json "$@"
     if [ -f .gpu/exp/$name/model/model.safetensors ]; then
         cp .gpu/exp/$name/train_log.jsonl "$LOGS/train_log_$name.jsonl"
