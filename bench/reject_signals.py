@@ -30,6 +30,7 @@ sys.path.insert(0, str(REPO))
 from seqx.data.manifest import read_manifest  # noqa: E402
 from seqx.data.synth import corpus_grammar  # noqa: E402
 from seqx.decode.bundle import load_bundle  # noqa: E402
+from seqx.decode.evaluate import same_command  # noqa: E402
 from seqx.decode.negatives import build_negatives  # noqa: E402
 from seqx.decode.reject import (  # noqa: E402
     choose_margin, choose_pair, valid_negatives, without_rejection, word_distance,
@@ -50,11 +51,12 @@ def records(recipe_path: str, model: str, overrides: list[str], split: str, n_oo
     utts = read_manifest(recipe.data_dir / f"{split}.jsonl")
     # valid: the very set `seqx train` chose the thresholds on (a different count would remake its
     # folder under the bundle); test: evaluate's repeats, with --n-oog sentences
-    folder = recipe.eval_dir / ("negatives" if split == "test" else f"negatives-{split}")
-    negatives = (
-        valid_negatives(recipe, grammar) if split == "valid"
-        else build_negatives(recipe, grammar, split, folder, n_oog=n_oog, noise_repeats=2 if split == "test" else 1)
-    )  # fmt: skip
+    if split == "valid":
+        negatives = valid_negatives(recipe, grammar)
+    else:
+        folder = recipe.eval_dir / ("negatives" if split == "test" else f"negatives-{split}")
+        repeats = 2 if split == "test" else 1
+        negatives = build_negatives(recipe, grammar, split, folder, n_oog=n_oog, noise_repeats=repeats)
     # every check off, the distance check too (its text would be blanked); an 8-best for `nbest_margin`
     settings = without_rejection(bundle.decode).merged(nbest=NBEST)
     paths = [u.audio for u in utts] + [n.audio for n in negatives]
@@ -65,8 +67,7 @@ def records(recipe_path: str, model: str, overrides: list[str], split: str, n_oo
     for (said, kind, detail), res in zip(items, results, strict=True):
         if kind == "command":
             want, got = grammar.parse(said), grammar.parse(res.text) if res.text else None
-            right = want is not None and got is not None and (want.intent, want.slots) == (got.intent, got.slots)
-            kind = "right" if right else "wrong"
+            kind = "right" if same_command(want, got) else "wrong"
         free = res.free_text
         out.append({
             "split": split, "kind": kind, "detail": detail, "said": said, "text": res.text, "free_text": free,

@@ -179,7 +179,7 @@ def evaluate(
 
 def _command_scores(references: list[str], results: list[Result], parser: Grammar) -> CommandScores:
     accepted = rejected = n = 0
-    before = caught = 0  # right before the checks; wrong before them and turned away
+    turned_away = caught = 0  # the checks' rejections of right answers, and of wrong ones
     right: dict[str, list[bool]] = {}
     confused: Counter[tuple[str, str, str]] = Counter()
     for ref, res in zip(references, results):
@@ -190,11 +190,9 @@ def _command_scores(references: list[str], results: list[Result], parser: Gramma
         want = parser.parse(ref)
         got = parser.parse(res.text) if res.understood else None  # free text is parsed the same way
         accepted += same_command(want, got)
-        if res.understood:
-            before += same_command(want, got)
-        elif res.reason in CHECKED_REASONS and res.nbest:
+        if not res.understood and res.reason in CHECKED_REASONS and res.nbest:
             answered = same_command(want, parser.parse(str(res.nbest[0]["text"])))
-            before += answered
+            turned_away += answered
             caught += not answered
         if want is not None:
             right.setdefault("intent", []).append(got is not None and got.intent == want.intent)
@@ -206,7 +204,7 @@ def _command_scores(references: list[str], results: list[Result], parser: Gramma
     ranked = sorted(confused.items(), key=lambda item: (-item[1], item[0]))[:MAX_CONFUSIONS]
     return CommandScores(n, accepted / max(n, 1), rejected / max(n, 1), slots, (n - accepted - rejected) / max(n, 1),
                          [SlotConfusion(slot, said, heard, count) for (slot, said, heard), count in ranked],
-                         before / max(n, 1), caught / max(n, 1))  # fmt: skip
+                         (accepted + turned_away) / max(n, 1), caught / max(n, 1))  # fmt: skip
 
 
 def same_command(want: Parse | None, got: Parse | None) -> bool:

@@ -410,8 +410,8 @@ def join_pieces(result: Result, pieces: Sequence[Any], parts: Sequence[Result]) 
     result.understood = bool(heard)
     # nothing understood: say why from the pieces, so speech the checks turned away is not called
     # "no speech" (the first piece that heard something gives its reason: rejected, ambiguous, ...)
-    said = [r.reason for r in parts if r.reason not in (None, "silence", "no speech")]
-    result.no_speech, result.reason = not heard, None if heard else (said[0] if said else "no speech")
+    said = next((r.reason for r in parts if r.reason not in (None, "silence", "no speech")), "no speech")
+    result.no_speech, result.reason = not heard, None if heard else said
     if len(heard) == 1:  # one command in a long recording: its parse is the file's
         result.intent, result.slots = heard[0][1].intent, heard[0][1].slots
     result.confidence = min((r.confidence for _, r in heard), default=0.0)
