@@ -440,8 +440,14 @@ class DecodeSettings(_Section):
     # 0.5, where the grammar's search does best (docs/benchmarks.md "The CTC weight at decode time")
     free_ctc_weight: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
     length_penalty: float = Field(1.0, ge=0.0, le=5.0)  # score / len**alpha
-    max_len_ratio: float = Field(0.5, gt=0.0)  # max output tokens per encoder frame (after front-end)
-    max_len: int = Field(64, ge=1)  # hard cap on output tokens
+    # max output tokens per encoder frame (after the front-end), + 2. CTC cannot emit more tokens than
+    # frames, so 1 is the longest output joint search can score anyway (ESPnet's rule); at 0.5 a
+    # constrained search could not finish 3% of the smart-home grammar's test commands (fast voices,
+    # long words spelled in small pieces) and answered nothing (docs/benchmarks.md "Outputs cut short")
+    max_len_ratio: float = Field(1.0, gt=0.0)
+    # hard cap on output tokens: a 20 s segment (max_segment_s) is 250-500 frames; the loop guard,
+    # not this cap, is what stops a hypothesis that repeats itself
+    max_len: int = Field(512, ge=1)
     batch_size: int = Field(32, ge=1)
     # a file longer than this is cut at VAD pauses into pieces of at most this length (hard cut with
     # overlap where there is no pause), each decoded as its own command; commands are seconds long

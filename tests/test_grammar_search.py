@@ -181,3 +181,24 @@ def test_smarthome_grammar_constrains_a_random_model(tmp_path_factory: pytest.Te
             assert automaton.accepts(h.tokens) and grammar.accepts(text) and grammar.parse(text) is not None
             found += 1
     assert found > 0
+
+
+def test_a_long_command_said_fast_is_not_cut_short(tokenizer: Tokenizer) -> None:
+    """The default cap on output tokens follows what CTC can align (a token a frame), so a command
+    whose pieces outnumber half its frames (a fast voice, long words in small pieces) still gets
+    its answer. At the old 0.5 tokens a frame the constrained search could not finish it: no answer."""
+    sentence = "set the temperature to twenty one"
+    one = grammar_from_dict({"intents": {"heat": [sentence]}}, name="one")
+    automaton = compile_tokens(one, tokenizer)
+    pieces = len(tokenizer.encode(sentence))
+    frames = pieces + 2  # room for CTC's blanks between repeated pieces
+    assert pieces > 0.5 * frames + 2
+    model = random_model(tokenizer, 3)
+    gen = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        memory, mem_lens = model.encode(torch.randn(1, frames, 16, generator=gen), torch.tensor([frames]))
+    for ctc_weight in (0.0, 0.5):
+        found = decode_batch(model, memory, mem_lens, DecodeSettings(beam=4, ctc_weight=ctc_weight), grammar=automaton)
+        assert [tokenizer.decode(h.tokens) for h in found[0]] == [sentence]
+        cut = DecodeSettings(beam=4, ctc_weight=ctc_weight, max_len_ratio=0.5, max_len=64)
+        assert decode_batch(model, memory, mem_lens, cut, grammar=automaton) == [[]]
