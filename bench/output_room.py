@@ -3,8 +3,8 @@
 Usage:
     python bench/output_room.py EXP_NAME_DIR [EXP_NAME_DIR ...] [--ratio R] [--cap N] [--json]
 
-A search stops a hypothesis at `decode.max_len_ratio` tokens per encoder frame + 2 (and
-`decode.max_len` in all). A constrained search that reaches the cap has no sentence to give and
+A search closes a hypothesis when it holds `decode.max_len_ratio` tokens per encoder frame + 2
+(or `decode.max_len`), before its end-of-sentence token: a sentence must be shorter than that. A constrained search that reaches the cap has no sentence to give and
 answers nothing, so a command whose pieces outnumber its room is "not understood" however well
 the model heard it. This reads what `seqx featurize` and `seqx tokenize` left in EXP/NAME
 (feats/SPLIT/index.json: each utterance's text and frames; tokenizer/) and counts, per split,
@@ -43,7 +43,7 @@ def room(exp: Path, ratio: float, cap: int, frames_per_step: int = 1) -> dict[st
             limit = min(math.ceil(steps * ratio) + 2, cap)
             repeats = sum(a == b for a, b in zip(pieces, pieces[1:]))
             fills.append((len(pieces) + repeats) / steps)
-            cut += len(pieces) > limit
+            cut += len(pieces) >= limit  # the search closes a hypothesis at the cap before its eos
             worst.append((len(pieces) - limit, text))
         fills.sort()
         out[split] = {
