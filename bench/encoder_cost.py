@@ -30,6 +30,7 @@ from timing import best_of  # noqa: E402  (bench/timing.py, beside this script)
 
 from seqx.model.transformer import ModelDimensions, Seq2SeqTransformer  # noqa: E402
 from seqx.recipe import DEFAULT_RECIPE, load_recipe  # noqa: E402
+from seqx.tokenize.stage import vocab_size as tokenizer_vocab_size  # noqa: E402
 
 
 def main() -> None:
@@ -54,7 +55,7 @@ def main() -> None:
     lens = torch.full((args.utts,), frames)
     audio_seconds = args.utts * args.seconds
     # the model's view of a tokenizer: its size and special ids (ids do not change the cost)
-    vocab = SimpleNamespace(vocab_size=recipe.tokenizer.vocab_size, pad_id=0, bos_id=1, eos_id=2, blank_id=3)
+    vocab = SimpleNamespace(vocab_size=tokenizer_vocab_size(recipe), pad_id=0, bos_id=1, eos_id=2, blank_id=3)
     rows = []
     for channels in args.channels:
         model_settings = recipe.model.model_copy(update={"conv_channels": channels})

@@ -55,6 +55,7 @@ from seqx.model.attention import MultiHeadAttention, make_pad_mask  # noqa: E402
 from seqx.model.loss import joint_loss  # noqa: E402
 from seqx.model.transformer import ModelDimensions, ModelOutput, Seq2SeqTransformer, sinusoids  # noqa: E402
 from seqx.recipe import load_recipe  # noqa: E402
+from seqx.tokenize.stage import vocab_size as tokenizer_vocab_size  # noqa: E402
 
 SDPA_KERNELS = {"math": SDPBackend.MATH, "eff": SDPBackend.EFFICIENT_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
 ALL_KERNELS = [SDPBackend.FLASH_ATTENTION, *SDPA_KERNELS.values()]
@@ -247,7 +248,7 @@ def main() -> None:
         "heads": args.heads, "d_ff": args.d_ff, "frontend": args.frontend}.items() if v is not None})
 
     class _Ids:  # the command recipe's tokenizer layout, without training one
-        vocab_size, pad_id, bos_id, eos_id, blank_id = recipe.tokenizer.vocab_size, 0, 2, 3, 4
+        vocab_size, pad_id, bos_id, eos_id, blank_id = tokenizer_vocab_size(recipe), 0, 2, 3, 4
 
     dims = ModelDimensions.from_settings(settings, recipe.features.n_feats, _Ids())
     torch.manual_seed(0)

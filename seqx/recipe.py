@@ -363,7 +363,8 @@ class FeatureSettings(_Section):
 
 class TokenizerSettings(_Section):
     kind: Literal["bpe", "unigram", "char"] = "bpe"
-    vocab_size: int = Field(128, ge=8, le=65536)
+    # the most pieces; `auto`: from the grammar's words (seqx/tokenize/stage.py `auto_vocab_size`)
+    vocab_size: Annotated[int, Field(ge=8, le=65536)] | Literal["auto"] = 128
     lowercase: bool = True
     punctuation: Literal["strip", "keep"] = "strip"
     numbers: Literal["keep", "words"] = "words"  # "words": 15 -> fifteen, as a speaker says it

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from seqx.errors import SeqxError
 from seqx.grammar.load import load_grammar
 from seqx.recipe import TokenizerSettings, load_recipe, recipe_from_dict
-from seqx.tokenize.stage import run_tokenize_stage
+from seqx.tokenize.stage import auto_vocab_size, run_tokenize_stage, vocab_size
 from seqx.tokenize.text import normalize_text, number_words
 from seqx.tokenize.tokenizer import Tokenizer, _TooManyPieces, _train_sentencepiece, train_tokenizer
 
@@ -104,6 +104,31 @@ def test_stage_says_when_the_vocabulary_shrank(tmp_path: Path, commands: list[st
         f"tokenizer.vocab_size: 5000 is more than the training text supports; using {report.vocab_size}, "
         "the largest that works"
     ]
+
+
+def test_auto_pieces_follow_the_grammar_words() -> None:
+    """`vocab_size: auto`: the power of two at or above the grammar's word count, 128 to 512, and
+    the shipped grammars get what was measured best for them (demo 128, smart home 256)."""
+    words = [f"w{i}" for i in range(600)]
+    assert [auto_vocab_size(words[:n]) for n in (0, 12, 128, 129, 197, 256, 257, 600)] == [
+        128, 128, 128, 256, 256, 256, 512, 512]
+    assert auto_vocab_size(["stop", "stop"] * 200) == 128  # words, not their repeats
+    assert vocab_size(load_recipe("recipes/commands.yaml")) == 128
+    assert vocab_size(load_recipe("recipes/smarthome.yaml")) == 256
+    assert vocab_size(load_recipe("recipes/smarthome.yaml", ["tokenizer.vocab_size=300"])) == 300
+
+
+def test_auto_pieces_train_without_the_shrink_warning(tmp_path: Path, commands: list[str]) -> None:
+    """A manifest corpus without a grammar gets 128 pieces at most under `auto`; when its text
+    supports fewer, that is auto's business, not a setting the user chose: no warning."""
+    from seqx.report import Collect
+
+    recipe = _recipe(tmp_path, vocab_size="auto")
+    _write_manifests(recipe, commands[:40])
+    said = Collect()
+    report = run_tokenize_stage(recipe, said)
+    assert report.vocab_size <= 128 and not said.warnings
+    assert Tokenizer.load(recipe.tokenizer_dir).settings.vocab_size == report.vocab_size
 
 
 def test_no_transcripts_is_a_clear_error(tmp_path: Path) -> None:
