@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from seqx.grammar.load import load_grammar  # noqa: E402
 from seqx.grammar.tokens import compile_tokens  # noqa: E402
 from seqx.recipe import load_recipe  # noqa: E402
-from seqx.tokenize.stage import auto_vocab_size  # noqa: E402
+from seqx.tokenize.stage import resolved_settings  # noqa: E402
 from seqx.tokenize.tokenizer import train_tokenizer  # noqa: E402
 
 RECIPES = ["recipes/commands.yaml", "recipes/smarthome.yaml"]
@@ -52,8 +52,7 @@ def measure(path: str, draws: int) -> dict[str, object]:
     assert all(grammar.parse(text) is not None for text in drawn)
     parse_each_s = (time.perf_counter() - started) / draws
     with tempfile.TemporaryDirectory() as tmp:
-        pieces = auto_vocab_size(grammar.vocabulary()) if recipe.tokenizer.vocab_size == "auto" else recipe.tokenizer.vocab_size
-        settings = recipe.tokenizer.model_copy(update={"vocab_size": pieces})
+        settings = resolved_settings(recipe, grammar.vocabulary())
         tokenizer = train_tokenizer(drawn + grammar.vocabulary(), tmp, settings)
         started = time.perf_counter()
         automaton = compile_tokens(grammar, tokenizer)

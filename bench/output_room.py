@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from itertools import pairwise
 from pathlib import Path
 
 from seqx.recipe import DecodeSettings
@@ -41,7 +42,7 @@ def room(exp: Path, ratio: float, cap: int, frames_per_step: int = 1) -> dict[st
             pieces = tokenizer.encode(text)
             steps = math.ceil(length / frames_per_step)
             limit = min(math.ceil(steps * ratio) + 2, cap)
-            repeats = sum(a == b for a, b in zip(pieces, pieces[1:]))
+            repeats = sum(a == b for a, b in pairwise(pieces))
             fills.append((len(pieces) + repeats) / steps)
             cut += len(pieces) >= limit  # the search closes a hypothesis at the cap before its eos
             worst.append((len(pieces) - limit, text))

@@ -15,6 +15,7 @@ from seqx.grammar import Grammar, grammar_from_dict
 from seqx.grammar.tokens import TokenAutomaton, compile_tokens
 from seqx.model import ModelDimensions, Seq2SeqTransformer
 from seqx.recipe import DecodeSettings, TokenizerSettings
+from seqx.tokenize.stage import resolved_settings
 from seqx.tokenize.tokenizer import Tokenizer, train_tokenizer
 
 SMALL = {
@@ -169,7 +170,7 @@ def test_smarthome_grammar_constrains_a_random_model(tmp_path_factory: pytest.Te
     assert grammar.parse("set an alarm at ten p m today").slots == {"time": "22:00", "day": "today"}
     rng = np.random.default_rng(0)
     texts = [grammar.sample(rng).text for _ in range(1500)] + grammar.vocabulary()
-    tokenizer = train_tokenizer(texts, tmp_path_factory.mktemp("smarthome"), recipe.tokenizer)
+    tokenizer = train_tokenizer(texts, tmp_path_factory.mktemp("smarthome"), resolved_settings(recipe, grammar.vocabulary()))
     automaton = compile_tokens(grammar, tokenizer)
     model = random_model(tokenizer, 11)
     memory, mem_lens = encoded(model, 11, batch=4)

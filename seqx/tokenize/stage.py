@@ -15,7 +15,7 @@ from seqx.data.stage import manifests_exist, run_data_stage
 from seqx.errors import SeqxError
 from seqx.grammar.load import load_grammar
 from seqx.lock import stage_lock
-from seqx.recipe import Recipe
+from seqx.recipe import Recipe, TokenizerSettings
 from seqx.report import Collect, Reporter
 from seqx.stage import fingerprint, is_fresh, mark_done, signature_in
 from seqx.tokenize.tokenizer import Tokenizer, train_tokenizer
@@ -54,8 +54,9 @@ def _run_tokenize_stage(recipe: Recipe, reporter: Reporter, force: bool) -> Toke
             return TokenizeReport(str(out_dir), True, Tokenizer.load(out_dir).vocab_size, len(texts))
         except SeqxError as err:  # damaged since: train it again (the same text gives the same model)
             reporter.warn(f"{err}; training the tokenizer again")
-    wanted = vocab_size(recipe, words)
-    tokenizer = train_tokenizer(texts + words, out_dir, recipe.tokenizer.model_copy(update={"vocab_size": wanted}))
+    settings = resolved_settings(recipe, words)
+    tokenizer = train_tokenizer(texts + words, out_dir, settings)
+    wanted = settings.vocab_size
     if recipe.tokenizer.kind != "char" and tokenizer.vocab_size < wanted and recipe.tokenizer.vocab_size != "auto":
         reporter.warn(
             f"tokenizer.vocab_size: {wanted} is more than the training text supports; "
@@ -85,6 +86,11 @@ def vocab_size(recipe: Recipe, words: list[str] | None = None) -> int:
     """The most pieces the recipe's tokenizer is trained with: its number, or `auto`'s choice."""
     size = recipe.tokenizer.vocab_size
     return auto_vocab_size(grammar_words(recipe) if words is None else words) if size == "auto" else size
+
+
+def resolved_settings(recipe: Recipe, words: list[str] | None = None) -> TokenizerSettings:
+    """The recipe's tokenizer settings with `auto` turned into its number: what training takes."""
+    return recipe.tokenizer.model_copy(update={"vocab_size": vocab_size(recipe, words)})
 
 
 def grammar_words(recipe: Recipe) -> list[str]:

@@ -82,6 +82,8 @@ def train_tokenizer(texts: Iterable[str], out_dir: str | Path, settings: Tokeniz
     settings written say so. The caller compares and tells the user.
     """
     out_dir = Path(out_dir)
+    if settings.vocab_size == "auto":  # resolved from the grammar by the caller (seqx/tokenize/stage.py)
+        raise SeqxError(f"{out_dir}: tokenizer.vocab_size auto needs the grammar's words: use resolved_settings()")
     out_dir.mkdir(parents=True, exist_ok=True)
     lines = [t for t in (normalize_text(x, settings) for x in texts) if t]
     if not lines:
