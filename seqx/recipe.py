@@ -757,17 +757,32 @@ def _validate(raw: dict[str, Any], source: str) -> Recipe:
 
 
 def _first_problem(err: ValidationError) -> str:
-    problem = err.errors()[0]
-    loc = [str(p) for p in problem["loc"] if p != "[key]"]  # pydantic marks a bad dict key with "[key]"
+    errors = err.errors()
+    problem = errors[0]
+    loc = _key_path(problem["loc"])
     path = ".".join(loc)
     if problem["type"] == "extra_forbidden":
         hint = _suggest(loc)
         return f"{path}: unknown key{hint}"
+    # a setting that takes a number or `auto` (vocab_size, reject_margin): pydantic reports each
+    # branch of the union; a word that is neither is said once, as such
+    said = problem.get("input")
+    if isinstance(said, str) and any(
+        e["type"] == "literal_error" and "'auto'" in str(e.get("ctx", {}).get("expected")) and _key_path(e["loc"]) == loc
+        for e in errors
+    ):
+        return f"{path}: expected a number or auto (got {said!r})"
     message = problem["msg"]
     if message.startswith("Value error, "):
         # our own validators already name their key path
         return message.removeprefix("Value error, ")
     return f"{path}: {message[0].lower()}{message[1:]} (got {problem.get('input')!r})" if path else message
+
+
+def _key_path(loc: tuple[int | str, ...]) -> list[str]:
+    """A pydantic error location as the recipe's keys: without the "[key]" mark of a bad dict key
+    and the union branch tags ("constrained-int", "literal['auto']") pydantic adds."""
+    return [str(p) for p in loc if p != "[key]" and not str(p).startswith(("constrained-", "literal["))]
 
 
 def _suggest(loc: list[str]) -> str:

@@ -114,3 +114,12 @@ def test_command_line_override_beats_device_profile(tmp_path: Path) -> None:
     recipe = load_recipe(path, ["model.d_model=64"]).for_device("cpu")
     assert recipe.model.d_model == 64
     assert recipe.train.epochs == 3
+
+
+def test_a_word_where_a_number_or_auto_goes_is_said_once() -> None:
+    with pytest.raises(RecipeError, match=r"tokenizer\.vocab_size: expected a number or auto \(got 'autox'\)$"):
+        load_recipe("recipes/commands.yaml", ["tokenizer.vocab_size=autox"])
+    with pytest.raises(RecipeError, match=r"decode\.reject_margin: expected a number or auto"):
+        load_recipe("recipes/commands.yaml", ["decode.reject_margin=loose"])
+    with pytest.raises(RecipeError, match=r"tokenizer\.vocab_size: input should be greater than or equal to 8 \(got 4\)"):
+        load_recipe("recipes/commands.yaml", ["tokenizer.vocab_size=4"])
