@@ -19,6 +19,8 @@ import csv
 import json
 from pathlib import Path
 
+from tables import markdown_table  # bench/tables.py, beside this script
+
 
 def _details(exp_dir: Path, tag: str) -> Path:
     return exp_dir / "eval" / f"test{'-' + tag if tag else ''}.tsv"
@@ -63,11 +65,9 @@ def main() -> None:
     if args.json:
         print(json.dumps(table, indent=1))
         return
-    print("| model | engine | utts | WER % | sentence acc % |")
-    print("| --- | --- | ---: | ---: | ---: |")
-    for name, engines in table.items():
-        for engine, s in engines.items():
-            print(f"| {name} | {engine} | {s['utts']} | {s['wer']:.2f} | {s['sentence_acc']:.1f} |")
+    rows = [[name, engine, s["utts"], f"{s['wer']:.2f}", f"{s['sentence_acc']:.1f}"]
+            for name, engines in table.items() for engine, s in engines.items()]  # fmt: skip
+    print(markdown_table(["model", "engine", "utts", "WER %", "sentence acc %"], rows, right={2, 3, 4}))
 
 
 if __name__ == "__main__":

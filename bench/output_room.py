@@ -22,6 +22,8 @@ import math
 from itertools import pairwise
 from pathlib import Path
 
+from tables import markdown_table  # bench/tables.py, beside this script
+
 from seqx.recipe import DecodeSettings
 from seqx.tokenize.tokenizer import Tokenizer
 
@@ -71,11 +73,11 @@ def main() -> None:
         print(json.dumps(results, indent=2))
         return
     print(f"max_len_ratio {args.ratio:g}, max_len {args.cap}")
-    print("| experiment | split | commands | cut by the cap | CTC fill, 99th percentile | over CTC's room | longest over its room |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | --- |")
-    for exp, splits in results.items():
-        for split, r in splits.items():
-            print(f"| {exp} | {split} | {r['commands']} | {r['cut']} | {r['ctc_fill_p99']} | {r['ctc_over']} | {r['worst']} |")
+    columns = ["experiment", "split", "commands", "cut by the cap", "CTC fill, 99th percentile", "over CTC's room",
+               "longest over its room"]  # fmt: skip
+    rows = [[exp, split, *(r[k] for k in ("commands", "cut", "ctc_fill_p99", "ctc_over", "worst"))]
+            for exp, splits in results.items() for split, r in splits.items()]  # fmt: skip
+    print(markdown_table(columns, rows, right={2, 3, 4, 5}))
 
 
 if __name__ == "__main__":
