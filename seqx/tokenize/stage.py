@@ -74,7 +74,7 @@ def auto_vocab_size(words: list[str]) -> int:
 
     Measured on two grammars (docs/benchmarks.md "Pieces for the grammar's words"): the demo's
     105 words do best at 128 pieces, the smart-home grammar's 197 at 256 (free WER lower in all
-    three runs, commands right 85.0 -> 87.5% on average, one run lower). Fewer pieces spell a large grammar's words
+    four runs, commands right 85.9 -> 88.0% on average, one run lower). Fewer pieces spell a large grammar's words
     in 2-3 pieces each: longer outputs, more of CTC's room used by a fast voice. Without a
     grammar (a manifest corpus) it is 128, the fixed default before.
     """
