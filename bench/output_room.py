@@ -4,10 +4,11 @@ Usage:
     python bench/output_room.py EXP_NAME_DIR [EXP_NAME_DIR ...] [--ratio R] [--cap N] [--json]
 
 A search closes a hypothesis when it holds `decode.max_len_ratio` tokens per encoder frame + 2
-(or `decode.max_len`), before its end-of-sentence token: a sentence must be shorter than that. A constrained search that reaches the cap has no sentence to give and
-answers nothing, so a command whose pieces outnumber its room is "not understood" however well
-the model heard it. This reads what `seqx featurize` and `seqx tokenize` left in EXP/NAME
-(feats/SPLIT/index.json: each utterance's text and frames; tokenizer/) and counts, per split,
+(or `decode.max_len`), before its end-of-sentence token: a sentence must be shorter than that.
+A constrained search that reaches the cap has no sentence to give and answers nothing, so a
+command whose pieces outnumber its room is "not understood" however well the model heard it.
+This reads what `seqx featurize` and `seqx tokenize` left in EXP/NAME (feats/SPLIT/index.json:
+each utterance's text and frames; tokenizer/) and counts, per split,
 the commands the cap cuts, and how full CTC's own room is ((pieces + repeats) / frames: CTC
 needs a blank between two equal pieces, and cannot say more than that in the frames it has).
 Frames are the stored features' (the speech embedding's 80 ms frames; 10 ms fbank frames are
@@ -18,13 +19,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from itertools import pairwise
 from pathlib import Path
 
+import numpy as np
 from tables import markdown_table  # bench/tables.py, beside this script
 
 from seqx.recipe import DecodeSettings
+from seqx.runtime.search import max_output_len
 from seqx.tokenize.tokenizer import Tokenizer
 
 
@@ -37,15 +39,15 @@ def room(exp: Path, ratio: float, cap: int, frames_per_step: int = 1) -> dict[st
         if not index.is_file():
             continue
         stored = json.loads(index.read_text())
+        steps = np.ceil(np.asarray(stored["length"]) / frames_per_step).astype(np.int64)
+        limits = max_output_len(steps, ratio, cap)  # the cap the search itself computes
         fills, cut, worst = [], 0, []
-        for text, length in zip(stored["texts"], stored["length"]):
+        for text, step_count, limit in zip(stored["texts"], steps.tolist(), limits.tolist()):
             if not text:
                 continue
             pieces = tokenizer.encode(text)
-            steps = math.ceil(length / frames_per_step)
-            limit = min(math.ceil(steps * ratio) + 2, cap)
             repeats = sum(a == b for a, b in pairwise(pieces))
-            fills.append((len(pieces) + repeats) / steps)
+            fills.append((len(pieces) + repeats) / step_count)
             cut += len(pieces) >= limit  # the search closes a hypothesis at the cap before its eos
             worst.append((len(pieces) - limit, text))
         fills.sort()

@@ -767,10 +767,9 @@ def _first_problem(err: ValidationError) -> str:
     # a setting that takes a number or `auto` (vocab_size, reject_margin): pydantic reports each
     # branch of the union; a word that is neither is said once, as such
     said = problem.get("input")
-    if isinstance(said, str) and any(
-        e["type"] == "literal_error" and "'auto'" in str(e.get("ctx", {}).get("expected")) and _key_path(e["loc"]) == loc
-        for e in errors
-    ):
+    takes_auto = any(e["type"] == "literal_error" and "'auto'" in str(e.get("ctx", {}).get("expected"))
+                     and _key_path(e["loc"]) == loc for e in errors)  # fmt: skip
+    if isinstance(said, str) and takes_auto:
         return f"{path}: expected a number or auto (got {said!r})"
     message = problem["msg"]
     if message.startswith("Value error, "):

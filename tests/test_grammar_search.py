@@ -170,7 +170,8 @@ def test_smarthome_grammar_constrains_a_random_model(tmp_path_factory: pytest.Te
     assert grammar.parse("set an alarm at ten p m today").slots == {"time": "22:00", "day": "today"}
     rng = np.random.default_rng(0)
     texts = [grammar.sample(rng).text for _ in range(1500)] + grammar.vocabulary()
-    tokenizer = train_tokenizer(texts, tmp_path_factory.mktemp("smarthome"), resolved_settings(recipe, grammar.vocabulary()))
+    settings = resolved_settings(recipe, grammar.vocabulary())  # `auto` pieces: 256 for its 197 words
+    tokenizer = train_tokenizer(texts, tmp_path_factory.mktemp("smarthome"), settings)
     automaton = compile_tokens(grammar, tokenizer)
     model = random_model(tokenizer, 11)
     memory, mem_lens = encoded(model, 11, batch=4)

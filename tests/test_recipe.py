@@ -121,5 +121,6 @@ def test_a_word_where_a_number_or_auto_goes_is_said_once() -> None:
         load_recipe("recipes/commands.yaml", ["tokenizer.vocab_size=autox"])
     with pytest.raises(RecipeError, match=r"decode\.reject_margin: expected a number or auto"):
         load_recipe("recipes/commands.yaml", ["decode.reject_margin=loose"])
-    with pytest.raises(RecipeError, match=r"tokenizer\.vocab_size: input should be greater than or equal to 8 \(got 4\)"):
+    too_few = r"tokenizer\.vocab_size: input should be greater than or equal to 8 \(got 4\)"
+    with pytest.raises(RecipeError, match=too_few):
         load_recipe("recipes/commands.yaml", ["tokenizer.vocab_size=4"])
