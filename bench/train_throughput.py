@@ -52,6 +52,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from seqx.model.attention import MultiHeadAttention, make_pad_mask  # noqa: E402
+from seqx.model.convolution import ConvolutionModule  # noqa: E402
 from seqx.model.loss import joint_loss  # noqa: E402
 from seqx.model.transformer import ModelDimensions, ModelOutput, Seq2SeqTransformer, sinusoids  # noqa: E402
 from seqx.recipe import load_recipe  # noqa: E402
@@ -149,7 +150,8 @@ def make_step(model: nn.Module, batch: tuple[Tensor, ...], dims: ModelDimensions
     options (a variant's `:`-suffixes, on top of --bf16/--compile): bf16, compile, nodrop (dropout 0),
     unfused (AdamW's default per-tensor loop instead of the fused kernel seqx trains with), cl
     (channels-last conv2d front-end: cuDNN's NHWC kernels, the layout tensor cores want), qkv1 (one
-    Q/K/V product instead of training's three, `MultiHeadAttention.fuse_projections`), and the
+    Q/K/V product instead of training's three, `MultiHeadAttention.fuse_projections`), conv1d (the
+    Conformer module's depthwise Conv1d when compiled on a GPU too, instead of its shifted sum), and the
     attention kernel SDPA may pick: math (written-out products, which torch.compile fuses), eff
     (memory-efficient) or cudnn; without one SDPA picks.
     """
@@ -167,6 +169,10 @@ def make_step(model: nn.Module, batch: tuple[Tensor, ...], dims: ModelDimensions
         for m in model.modules():
             if isinstance(m, MultiHeadAttention):
                 m.fuse_projections = True
+    if "conv1d" in options:
+        for m in model.modules():
+            if isinstance(m, ConvolutionModule):
+                m.shifted_when_compiled = False
     kernels = [SDPA_KERNELS[o] for o in options if o in SDPA_KERNELS]
     if "cl" in options:
         model.to(memory_format=torch.channels_last)  # 4-D conv weights only; the input (B, 1, T, F) follows
@@ -233,7 +239,7 @@ def main() -> None:
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="torch.profiler table over N more steps")
     parser.add_argument("--models", default="seqx,torch.nn.Transformer",
                         help="comma-separated models timed interleaved, each with optional options "
-                             "(seqx:bf16, seqx:compile, seqx:nodrop, seqx:unfused, seqx:cl, seqx:bf16:nodrop...)")
+                             "(seqx:bf16, seqx:compile, seqx:nodrop, seqx:unfused, seqx:cl, seqx:conv1d, seqx:bf16:nodrop...)")
     parser.add_argument("--rows", type=int, default=25, help="rows of the --profile table")
     parser.add_argument("--peak-tflops", type=float, default=989.0, help="accelerator peak for MFU (H100 bf16 dense)")
     parser.add_argument("--json", action="store_true")

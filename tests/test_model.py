@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from seqx.errors import SeqxError
 from seqx.model import ModelDimensions, Seq2SeqTransformer, joint_loss, param_groups
 from seqx.model.attention import MultiHeadAttention, causal_mask, make_pad_mask, short_query_attention
+from seqx.model.convolution import ConvolutionModule, shifted_depthwise
 from seqx.model.frontend import FrontEnd
 from seqx.recipe import ModelSettings
 
@@ -94,6 +95,23 @@ def test_training_projects_with_one_product_and_the_same_maths() -> None:
         assert torch.allclose(y1, y2, atol=1e-6)
         assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(g1, g2, strict=True))
     assert mha.query.weight.grad is not None and mha.key.weight.grad.abs().sum() > 0
+
+
+@pytest.mark.parametrize("kernel", [1, 3, 7])
+def test_the_gpus_shifted_depthwise_sum_is_the_convolution(kernel: int) -> None:
+    """What a GPU computes for the Conformer's depthwise convolution gives Conv1d's output and
+    gradients, padding at both ends included (run here on the CPU: the maths is the device's)."""
+    torch.manual_seed(0)
+    conv = ConvolutionModule(8, kernel).depthwise
+    h = torch.randn(3, 6, 8, requires_grad=True)
+    results = []
+    for compute in (lambda: conv(h.transpose(1, 2)).transpose(1, 2), lambda: shifted_depthwise(h, conv)):
+        y = compute()
+        grads = torch.autograd.grad(y.square().sum(), [h, conv.weight, conv.bias])
+        results.append((y.detach(), grads))
+    (y1, g1), (y2, g2) = results
+    assert torch.allclose(y1, y2, atol=1e-6)
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(g1, g2, strict=True))
 
 
 def test_bf16_training_attention_on_cpu_matches_fp32() -> None:
