@@ -8,8 +8,11 @@
 #   2. the full recipe (the GPU profile: 256-d, 6/3 layers, 36 epochs, SpecAugment) trained from
 #      the stores of a corpus made here (bench/gpu5k.yaml: the default mix at 5,000 commands, one
 #      view, clipped_share 0.1) with its clipped and tight copies and without them
-#      (bench/train_from_stores.py --without-copies). The bundles come back (weights as float16, to
-#      fit what a call returns) and are scored here, where the audio is.
+#      (bench/train_from_stores.py --without-copies). The bundles come back (weights as float16 by
+#      bench/halve_bundle.py, which records their new checksum, to fit what a call returns) and are
+#      scored here, where the audio is (docs/benchmarks.md has the commands).
+# PARTS=mfu or PARTS=train runs one half (the two took 350 s and 200 s on an H200, the machine's
+# start apart, so one call rarely fits both); TRAIN_S and MFU_S set each part's limit in seconds.
 # Carry `.gpu` (ignored by git; at most 64 MiB a call with the repository):
 #   .gpu/whl: wheels of what the device image (Python 3.12, torch 2.11) lacks, made here with
 #     pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
@@ -66,25 +69,26 @@ step() {  # name, limit in seconds, command...: one part; a failure or a hang do
 train() {  # exp name, extra arguments: the full recipe from the carried stores; its bundle comes back
     local name=$1; shift
     mkdir -p .gpu/exp/$name && cp -a .gpu/exp/gpu5k/{data,feats,tokenizer} .gpu/exp/$name/
-    step "train_$name" 200 $PY bench/train_from_stores.py bench/gpu5k.yaml --device $DEV --set exp_dir=.gpu/exp \
+    step "train_$name" "${TRAIN_S:-200}" $PY bench/train_from_stores.py bench/gpu5k.yaml --device $DEV --set exp_dir=.gpu/exp \
         --set name=$name --set train.workers=4 $EPOCHS --json "$@"
+    # the epochs' log comes back even when the part ran out of time, to say how far it got
+    cp .gpu/exp/$name/train_log.jsonl "$LOGS/train_log_$name.jsonl" 2>/dev/null && tar -C $LOGS -czf "$OUT/logs.tgz" .
     if [ -f .gpu/exp/$name/model/model.safetensors ]; then
-        cp .gpu/exp/$name/train_log.jsonl "$LOGS/train_log_$name.jsonl"
-        $PY - .gpu/exp/$name/model/model.safetensors <<'EOF'
-import sys
-from safetensors.torch import load_file, save_file
-weights = load_file(sys.argv[1])
-save_file({k: v.half() if v.is_floating_point() else v for k, v in weights.items()}, sys.argv[1])
-EOF
+        $PY bench/halve_bundle.py .gpu/exp/$name/model
         tar -C .gpu/exp/$name -cf /tmp/bundle_$name.tar model
         split -n 2 /tmp/bundle_$name.tar "$OUT/bundle_$name.tar."
         tar -C $LOGS -czf "$OUT/logs.tgz" .
     fi
 }
-step mfu_qkv 140 $BENCH $BASE $BIG --models seqx:nodrop:compile,seqx:nodrop:compile:qkv1
-step mfu_kernels 140 $BENCH $BASE $BIG --models $KERNELS
-train gpu5k-clip
-train gpu5k-noclip --without-copies
+PARTS=${PARTS:-mfu,train}  # which parts this call runs (a session's device time rarely fits all)
+if [[ $PARTS == *mfu* ]]; then
+    step mfu_qkv "${MFU_S:-140}" $BENCH $BASE $BIG --models seqx:nodrop:compile,seqx:nodrop:compile:qkv1
+    step mfu_kernels "${MFU_S:-140}" $BENCH $BASE $BIG --models $KERNELS
+fi
+if [[ $PARTS == *train* ]]; then
+    train gpu5k-clip
+    train gpu5k-noclip --without-copies
+fi
 $PY - "$LOGS" <<'EOF'
 import json, sys
 from pathlib import Path
