@@ -215,6 +215,7 @@ def test_tiny_corpus_with_all_four_engines(tmp_path: Path) -> None:
             "data.synth.engine_weights={espeak-ng: 1, flite: 4, festival: 1, piper: 1}",
             "data.synth.empty_share=0",
             "data.synth.oog_share=0",  # counts commands only
+            "data.synth.clipped_share=0",
         ],
     )
     report = run_data_stage(recipe)

@@ -22,10 +22,11 @@ from seqx.featurize.span import speech_span
 from seqx.recipe import Recipe, RecipeError, Voice, load_recipe
 from seqx.report import Collect
 
-# oog_share 0: these tests count and read the commands (tests/test_reject.py covers the oog ones).
+# oog_share 0: these tests count and read the commands (tests/test_reject.py covers the oog ones);
+# the full recipe's clipped copies neither (their own test below).
 # espeak-ng alone (conftest.py): the four-engine corpus has its own test (tests/test_data_engines.py)
 SMALL = ["data.size=40", "data.synth.valid_voices=2", "data.synth.test_voices=2", "data.synth.oog_share=0",
-         *ESPEAK_ONLY]  # fmt: skip
+         "data.synth.clipped_share=0", *ESPEAK_ONLY]  # fmt: skip
 SPLITS = ("train", "valid", "test")
 
 
@@ -91,7 +92,8 @@ def test_word_balance_changes_what_train_says_and_nothing_else() -> None:
 def test_out_of_grammar_share_leaves_the_rest_of_the_corpus_alone() -> None:
     """data.synth.oog_share adds train utterances of out-of-grammar strings, from their own
     random stream: every other plan is the one drawn without them."""
-    recipe = load_recipe(REPO / "recipes/commands.yaml", ["data.size=600", "data.synth.oog_share=0"])
+    recipe = load_recipe(REPO / "recipes/commands.yaml", ["data.size=600", "data.synth.oog_share=0",
+                                                          "data.synth.clipped_share=0"])  # fmt: skip
     plain, _ = plan_corpus(recipe.data)
     more, _ = plan_corpus(recipe.model_copy(update={"data": recipe.data.model_copy(
         update={"synth": recipe.data.synth.model_copy(update={"oog_share": 0.2})})}).data)  # fmt: skip
@@ -248,7 +250,8 @@ def test_clipped_start_commands_lose_their_start_and_their_transcript() -> None:
     they say and with no lead-in: the recording begins mid-speech. Each comes with a whole copy
     that has no lead-in either, so "no lead-in" alone does not mean "clipped"."""
     recipe = REPO / "recipes/commands.yaml"
-    base, _ = plan_corpus(load_recipe(recipe, ["data.size=2000", "data.synth.oog_share=0"]).data)
+    base, _ = plan_corpus(load_recipe(recipe, ["data.size=2000", "data.synth.oog_share=0",
+                                               "data.synth.clipped_share=0"]).data)  # fmt: skip
     plans, _ = plan_corpus(load_recipe(recipe, ["data.size=2000", "data.synth.oog_share=0",
                                                 "data.synth.clipped_share=0.2"]).data)  # fmt: skip
     copies = [p for p in plans if p.id.endswith(("-clipped", "-tight"))]

@@ -27,6 +27,7 @@ TINY_BASE = [
     "data.synth.test_voices=1",
     "data.synth.heldout_command_share=0",
     "data.synth.noise_share=0",
+    "data.synth.clipped_share=0",  # the full recipe's clipped copies: only where a test asks for them
     "data.synth.rate_wpm=[170, 170]",
     "features.n_mels=40",
     "features.specaugment=false",
