@@ -11,7 +11,8 @@
 #      (bench/train_from_stores.py --without-copies). The bundles come back (weights as float16 by
 #      bench/halve_bundle.py, which records their new checksum, to fit what a call returns) and are
 #      scored here, where the audio is (docs/benchmarks.md has the commands).
-# PARTS=mfu or PARTS=train runs one half (the two took 350 s and 200 s on an H200, the machine's
+# PARTS=compile trains gpu5k-clip's model again with train.compile (its wall time against gpu5k-clip's).
+# PARTS=mfu or PARTS=train runs one half (on an H200 the MFU part took 200 s and the training 350 s, the machine's
 # start apart, so one call rarely fits both); TRAIN_S and MFU_S set each part's limit in seconds.
 # Carry `.gpu` (ignored by git; at most 64 MiB a call with the repository):
 #   .gpu/whl: wheels of what the device image (Python 3.12, torch 2.11) lacks, made here with
@@ -88,6 +89,9 @@ fi
 if [[ $PARTS == *train* ]]; then
     train gpu5k-clip
     train gpu5k-noclip --without-copies
+fi
+if [[ $PARTS == *compile* ]]; then  # the full recipe's training with train.compile, against train_gpu5k-clip
+    train gpu5k-compiled --set train.compile=true
 fi
 $PY - "$LOGS" <<'EOF'
 import json, sys

@@ -151,7 +151,7 @@ def make_step(model: nn.Module, batch: tuple[Tensor, ...], dims: ModelDimensions
     unfused (AdamW's default per-tensor loop instead of the fused kernel seqx trains with), cl
     (channels-last conv2d front-end: cuDNN's NHWC kernels, the layout tensor cores want), qkv1 (one
     Q/K/V product instead of training's three, `MultiHeadAttention.fuse_projections`), conv1d (the
-    Conformer module's depthwise Conv1d when compiled on a GPU too, instead of its shifted sum), and the
+    Conformer module's depthwise Conv1d when compiled too, instead of its shifted sum), and the
     attention kernel SDPA may pick: math (written-out products, which torch.compile fuses), eff
     (memory-efficient) or cudnn; without one SDPA picks.
     """

@@ -7,13 +7,14 @@ depthwise conv over time, normalization, SiLU, pointwise conv. LayerNorm stands 
 paper's BatchNorm: batches here are small and padded, and one utterance decoded alone must
 give what it gives in a batch (the export parity tests hold the model to that).
 
-Compiled on a GPU, the depthwise convolution is computed as a sum of shifted, scaled copies of
-the input in its (B, S, D) layout. PyTorch sends a bf16 depthwise Conv1d to its generic depthwise
-kernel, which took 30% of a compiled training step of the base size on an H200 (torch.profiler),
-while the shifted sum is elementwise work that torch.compile fuses (and keeps in fp32 inside its
-kernels): 1.31x a step. Same weights, same result. Eager code keeps Conv1d: the trainer runs
-eager, and the shifted sum's 14 separate bf16 kernels there are not measured yet; the CPU
-(training and the ONNX export) keeps it too, as it is faster there.
+Compiled (torch.compile), the depthwise convolution is computed as a sum of shifted, scaled
+copies of the input in its (B, S, D) layout. On a GPU PyTorch sends a bf16 depthwise Conv1d to its
+generic depthwise kernel, which took 30% of a compiled training step of the base size on an H200
+(torch.profiler), while the shifted sum is elementwise work that torch.compile fuses (and keeps in
+fp32 inside its kernels): 1.31x a step. On a CPU, inductor fails to compile the Conv1d with
+dynamic shapes (`train.compile`), and the sum compiles. Same weights, same result. Eager code
+(the trainer by default, decoding, the ONNX export) keeps Conv1d: eager, the sum would be 14
+separate kernels, slower on this CPU and not measured on a GPU.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ class ConvolutionModule(nn.Module):
         h = F.glu(self.pointwise_in(x), dim=-1)  # (B, S, D)
         if keep is not None:
             h = h.masked_fill(~keep, 0.0)
-        if h.is_cuda and self.shifted_when_compiled and torch.compiler.is_compiling():
+        if self.shifted_when_compiled and torch.compiler.is_compiling():
             h = shifted_depthwise(h, self.depthwise)
         else:
             h = self.depthwise(h.transpose(1, 2)).transpose(1, 2)

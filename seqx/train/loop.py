@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import random
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -108,6 +109,8 @@ class Trainer:
         if dist_info.enabled:
             ids = [device.index] if device.type == "cuda" else None
             self.net = nn.parallel.DistributedDataParallel(self.model, device_ids=ids)
+        # what the training step calls; checkpoints, validation and the bundle use self.model itself
+        self.forward: Callable[..., Any] = torch.compile(self.net, dynamic=True) if self.settings.compile else self.net
         self.optimizer = torch.optim.AdamW(
             param_groups(self.model, self.settings.weight_decay),
             lr=self.settings.lr,
@@ -206,7 +209,7 @@ class Trainer:
         quiet = self.net.no_sync() if self.dist.enabled and not sync else nullcontext()
         with quiet:
             with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
-                out = self.net(feats, batch.feat_lens, batch.tokens_in, batch.target_lens)
+                out = self.forward(feats, batch.feat_lens, batch.tokens_in, batch.target_lens)
                 loss, parts = joint_loss(
                     out, batch.targets, batch.target_lens, self.dims, self.recipe.model.ctc_weight,
                     cfg.label_smoothing, sync=False, slot_labels=batch.slot_labels, slot_weight=cfg.slot_weight,

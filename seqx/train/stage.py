@@ -64,7 +64,8 @@ def pick_device(requested: str) -> torch.device:
 
 def run_key(recipe: Recipe) -> str:
     """What decides the trained weights: settings and the exact inputs (device and logging excluded)."""
-    train = recipe.train.model_dump(exclude={"device", "log_every", "workers", "save_every_steps"})
+    # compile changes how fast, not what is learnt (to float rounding): a run may resume with it on or off
+    train = recipe.train.model_dump(exclude={"device", "log_every", "workers", "save_every_steps", "compile"})
     if not train["slot_weight"]:
         del train["slot_weight"]  # added later: runs without heads keep their key (and their checkpoints)
     # the earlier stages' stamps say exactly which features and tokenizer the weights were made from
