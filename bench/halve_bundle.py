@@ -11,23 +11,20 @@ Usage: python bench/halve_bundle.py BUNDLE_DIR [BUNDLE_DIR...]
 
 from __future__ import annotations
 
-import hashlib
-import json
 import sys
 from pathlib import Path
 
 from safetensors.torch import load_file, save_file
 
-WEIGHTS, CONFIG = "model.safetensors", "config.json"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from seqx.decode.bundle import WEIGHTS, file_checksums, update_config  # noqa: E402
 
 
 def halve(bundle: Path) -> None:
     weights = load_file(bundle / WEIGHTS)
     save_file({k: v.half() if v.is_floating_point() else v for k, v in weights.items()}, bundle / WEIGHTS)
-    config = json.loads((bundle / CONFIG).read_text())
-    data = (bundle / WEIGHTS).read_bytes()
-    config.setdefault("files", {})[WEIGHTS] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-    (bundle / CONFIG).write_text(json.dumps(config, indent=1))
+    update_config(bundle, files=file_checksums(bundle))
 
 
 if __name__ == "__main__":

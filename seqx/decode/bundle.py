@@ -121,7 +121,7 @@ def save_bundle(
     faults.fault_point("bundle")
     with atomic_write(folder / TOKENIZER, need=Path(tokenizer.model_path).stat().st_size) as tmp:
         shutil.copyfile(tokenizer.model_path, tmp)
-    config["files"] = {name: _describe_file(folder / name) for name in (WEIGHTS, TOKENIZER)}
+    config["files"] = file_checksums(folder)
     atomic_write_text(folder / CONFIG, json.dumps(config, indent=1))  # written last: its presence means complete
     return folder
 
@@ -134,6 +134,12 @@ def locate_bundle(folder: Path | None, default: Path, recipe: str | Path) -> Pat
         hint = "" if folder else f": run `seqx train {recipe}` first, or pass --model DIR"
         raise SeqxError(f"{found}: no trained model bundle here{hint}")
     return found
+
+
+def file_checksums(folder: Path) -> dict[str, dict[str, object]]:
+    """The `files` entry of a bundle's config: size and sha256 of its weights and tokenizer, which
+    loading checks (also rewritten by bench/halve_bundle.py after it stores the weights smaller)."""
+    return {name: _describe_file(folder / name) for name in (WEIGHTS, TOKENIZER)}
 
 
 def _describe_file(path: Path) -> dict[str, object]:
