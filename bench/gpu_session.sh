@@ -12,6 +12,7 @@
 #      bench/halve_bundle.py, which records their new checksum, to fit what a call returns) and are
 #      scored here, where the audio is (docs/benchmarks.md has the commands).
 # PARTS=compile trains gpu5k-clip's model again with train.compile (its wall time against gpu5k-clip's).
+# MFU_MODELS=a,b (bench/train_throughput.py's --models) runs those variants as the MFU part instead.
 # PARTS=mfu or PARTS=train runs one half (on an H200 the MFU part took 200 s and the training 350 s, the machine's
 # start apart, so one call rarely fits both); TRAIN_S and MFU_S set each part's limit in seconds.
 # Carry `.gpu` (ignored by git; at most 64 MiB a call with the repository):
@@ -82,7 +83,9 @@ train() {  # exp name, extra arguments: the full recipe from the carried stores;
     fi
 }
 PARTS=${PARTS:-mfu,train}  # which parts this call runs (a session's device time rarely fits all)
-if [[ $PARTS == *mfu* ]]; then
+if [ -n "${MFU_MODELS:-}" ] && [[ $PARTS == *mfu* ]]; then  # one MFU step of the given variants instead
+    step mfu_models "${MFU_S:-140}" $BENCH $BASE $BIG --models "$MFU_MODELS"
+elif [[ $PARTS == *mfu* ]]; then
     step mfu_qkv "${MFU_S:-140}" $BENCH $BASE $BIG --models seqx:nodrop:compile,seqx:nodrop:compile:qkv1
     step mfu_kernels "${MFU_S:-140}" $BENCH $BASE $BIG --models $KERNELS
 fi
@@ -97,7 +100,7 @@ $PY - "$LOGS" <<'EOF'
 import json, sys
 from pathlib import Path
 print(f"{'run':<12} {'model':<26} {'ms/step':>8} {'utt/s':>9} {'MFU':>6} {'peak GiB':>8} {'warm-up s':>9}")
-for name in ("mfu_qkv", "mfu_kernels"):
+for name in ("mfu_qkv", "mfu_kernels", "mfu_models"):
     path = Path(sys.argv[1]) / f"{name}.json"
     try:
         report = json.loads(path.read_text())

@@ -151,7 +151,8 @@ def make_step(model: nn.Module, batch: tuple[Tensor, ...], dims: ModelDimensions
     unfused (AdamW's default per-tensor loop instead of the fused kernel seqx trains with), cl
     (channels-last conv2d front-end: cuDNN's NHWC kernels, the layout tensor cores want), qkv1 (one
     Q/K/V product instead of training's three, `MultiHeadAttention.fuse_projections`), conv1d (the
-    Conformer module's depthwise Conv1d when compiled too, instead of its shifted sum), and the
+    Conformer module's depthwise Conv1d when compiled too, instead of its shifted sum), autotune
+    (compiled with mode max-autotune-no-cudagraphs: GEMM kernels chosen by timing, epilogues fused), and the
     attention kernel SDPA may pick: math (written-out products, which torch.compile fuses), eff
     (memory-efficient) or cudnn; without one SDPA picks.
     """
@@ -176,7 +177,10 @@ def make_step(model: nn.Module, batch: tuple[Tensor, ...], dims: ModelDimensions
     kernels = [SDPA_KERNELS[o] for o in options if o in SDPA_KERNELS]
     if "cl" in options:
         model.to(memory_format=torch.channels_last)  # 4-D conv weights only; the input (B, 1, T, F) follows
-    forward = torch.compile(model) if args.compile or "compile" in options else model
+    if "autotune" in options:  # inductor benchmarks GEMM kernels (cuBLAS and its own templates) per shape
+        forward = torch.compile(model, mode="max-autotune-no-cudagraphs")
+    else:
+        forward = torch.compile(model) if args.compile or "compile" in options else model
 
     def step() -> None:
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast), sdpa_kernel(kernels or ALL_KERNELS):
@@ -239,7 +243,8 @@ def main() -> None:
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="torch.profiler table over N more steps")
     parser.add_argument("--models", default="seqx,torch.nn.Transformer",
                         help="comma-separated models timed interleaved, each with optional options "
-                             "(seqx:bf16, seqx:compile, seqx:nodrop, seqx:unfused, seqx:cl, seqx:conv1d, seqx:bf16:nodrop...)")
+                             "(seqx:bf16, seqx:compile, seqx:autotune, seqx:nodrop, seqx:unfused, seqx:cl, seqx:conv1d, "
+                             "seqx:bf16:nodrop...)")
     parser.add_argument("--rows", type=int, default=25, help="rows of the --profile table")
     parser.add_argument("--peak-tflops", type=float, default=989.0, help="accelerator peak for MFU (H100 bf16 dense)")
     parser.add_argument("--json", action="store_true")
