@@ -151,7 +151,8 @@ def make_step(model: nn.Module, batch: tuple[Tensor, ...], dims: ModelDimensions
     unfused (AdamW's default per-tensor loop instead of the fused kernel seqx trains with), cl
     (channels-last conv2d front-end: cuDNN's NHWC kernels, the layout tensor cores want), qkv1 (one
     Q/K/V product instead of training's three, `MultiHeadAttention.fuse_projections`), conv1d (the
-    Conformer module's depthwise Conv1d when compiled too, instead of its shifted sum), autotune
+    Conformer module's depthwise Conv1d when compiled too, instead of its shifted sum), shifted (the
+    shifted sum eager too, instead of Conv1d), autotune
     (compiled with mode max-autotune-no-cudagraphs: GEMM kernels chosen by timing, epilogues fused), and the
     attention kernel SDPA may pick: math (written-out products, which torch.compile fuses), eff
     (memory-efficient) or cudnn; without one SDPA picks.
@@ -170,10 +171,10 @@ def make_step(model: nn.Module, batch: tuple[Tensor, ...], dims: ModelDimensions
         for m in model.modules():
             if isinstance(m, MultiHeadAttention):
                 m.fuse_projections = True
-    if "conv1d" in options:
+    if "conv1d" in options or "shifted" in options:
         for m in model.modules():
             if isinstance(m, ConvolutionModule):
-                m.shifted_when_compiled = False
+                m.shifted = "shifted" in options
     kernels = [SDPA_KERNELS[o] for o in options if o in SDPA_KERNELS]
     if "cl" in options:
         model.to(memory_format=torch.channels_last)  # 4-D conv weights only; the input (B, 1, T, F) follows

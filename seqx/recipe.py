@@ -407,6 +407,7 @@ class TrainSettings(_Section):
     lr: float = Field(1e-3, gt=0.0, le=1.0)  # peak learning rate
     warmup_steps: int = Field(500, ge=0)
     schedule: Literal["noam", "cosine"] = "cosine"
+    lr_floor: float = Field(0.1, ge=0.0, le=1.0)  # cosine ends at this fraction of lr (docs/training.md)
     weight_decay: float = Field(0.01, ge=0.0, le=1.0)
     label_smoothing: float = Field(0.1, ge=0.0, lt=1.0)
     grad_clip: float = Field(5.0, ge=0.0)  # 0 = no clipping

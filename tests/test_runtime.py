@@ -508,6 +508,17 @@ def test_cli_export_then_transcribe_prints_the_torch_text(trained: tuple[Recipe,
     keys = ("path", "text", "intent", "slots", "understood", "reason")
     assert [{k: r[k] for k in keys} for r in exported] == [{k: r[k] for k in keys} for r in bundled]
     assert any(r["intent"] for r in exported)
+    # --set decode.KEY=VALUE lays a decode setting over the model's own, on both paths alike: one
+    # output token leaves no whole command
+    capped = [runner.invoke(app, ["transcribe", "--model", m, "--device", "cpu", "--json", "--set", "decode.max_len=1",
+                                  *wavs]) for m in (str(tmp_path / "x"), str(recipe.bundle_dir))]
+    assert all(r.exit_code == 0 for r in capped), capped[0].output + capped[1].output
+    exported_capped, bundled_capped = (json.loads(r.stdout) for r in capped)
+    assert [{k: r[k] for k in keys} for r in exported_capped] == [{k: r[k] for k in keys} for r in bundled_capped]
+    assert not any(r["intent"] for r in exported_capped)
+    for bad, said in (("model.d_model=8", "takes only decode.KEY=VALUE"), ("decode.bean=2", "did you mean decode.beam")):
+        refused = runner.invoke(app, ["transcribe", "--model", str(recipe.bundle_dir), "--set", bad, wavs[0]])
+        assert refused.exit_code != 0 and said in str(refused.exception), refused.output  # main() prints it, one line
 
 
 def test_speech_embedding_features_run_without_torch(espeak_wav, tmp_path: Path) -> None:  # noqa: ANN001

@@ -53,6 +53,8 @@ CASES = [
     ("tokenizer__lowercase", False, {"featurize", "tokenize"}),
     ("model__d_model", 128, {"train"}),
     ("train__lr", 0.0005, {"train"}),
+    ("train__lr_floor", 0.0, {"train"}),
+    ("train__lr_floor", 0.1, set()),  # the default: runs from before the setting keep their key
     ("train__device", "cpu", set()),
     ("train__log_every", 7, set()),
     ("decode__beam", 4, set()),

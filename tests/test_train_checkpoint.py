@@ -57,6 +57,9 @@ def test_schedules_warm_up_then_decay() -> None:
         assert all(x >= y for x, y in zip(lrs[warmup:], lrs[warmup + 1:])), kind  # falling
         assert lrs == [learning_rate(s, peak, warmup, total, kind) for s in range(1, total + 1)]  # pure
     assert math.isclose(learning_rate(total, peak, warmup, total, "cosine"), 0.1 * peak)
+    # train.lr_floor: where the cosine ends, as a fraction of the peak; half-way it is half-way down
+    assert learning_rate(total, peak, warmup, total, "cosine", floor=0.0) == 0.0
+    assert math.isclose(learning_rate(55, peak, warmup, total, "cosine", floor=0.0), peak / 2)
 
 
 def _keeper(folder: Path, run_key: str = "k"):  # noqa: ANN202

@@ -92,6 +92,35 @@ def decode_overrides(recipe_decode: DecodeSettings, overrides: list[str] | None)
     return {key: value for key, value in values.items() if value != "auto"}
 
 
+def model_decode_sets(overrides: list[str] | None, exported: bool = False) -> dict[str, object]:
+    """`seqx transcribe --set decode.KEY=VALUE`: decode settings laid over a trained model's own.
+
+    A model's other settings were fixed when it was trained, so only `decode.` keys apply; they are
+    checked as a recipe's would be (an unknown key gets its "did you mean"), and `auto` keeps the
+    model's thresholds. This is how a bundle made before a setting's default changed gets the new value.
+    """
+    for item in overrides or ():
+        if not item.strip().startswith("decode."):
+            raise SeqxError(f"--set {item}: a trained model takes only decode.KEY=VALUE (the rest was fixed at training)")
+    if not overrides:
+        return {}
+    from seqx.errors import RecipeError
+    from seqx.recipe import load_recipe
+
+    try:
+        recipe = load_recipe(DEFAULT_RECIPE, overrides)
+    except RecipeError as err:  # "<the default recipe's path>: decode.bean: unknown key ...": the user named no recipe
+        raise SeqxError(f"--set {str(err).split(': ', 1)[-1]}") from None
+    sets = decode_overrides(recipe.decode, overrides)
+    if exported:
+        from seqx.runtime.transcribe import SETTINGS
+
+        for key in sets:
+            if key not in SETTINGS:
+                raise SeqxError(f"--set decode.{key}: an exported model does not take this setting; export again with it")
+    return sets
+
+
 def _check_precision(precision: str | None) -> None:
     """Before any model is loaded: a typo should not wait for (or hide behind) the bundle."""
     choices = get_args(Precision)
@@ -111,6 +140,7 @@ def transcribe(
     max_ctc_gap: GapOpt = None,
     slot_weight: SlotOpt = None,
     grammar: GrammarOpt = None,
+    overrides: SetOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Transcribe audio files (wav/flac/ogg/mp3, any rate and channel count): one line per file,
@@ -119,6 +149,8 @@ def transcribe(
     from seqx.runtime.model import is_exported
 
     _check_precision(precision)
+    exported_model = model is not None and is_exported(model)
+    sets = model_decode_sets(overrides, exported=exported_model)  # before any file or model is read
     items = [line.strip() for line in sys.stdin if line.strip()] if files == ["-"] else files
     paths = expand_inputs(items)
     if not paths:
@@ -126,12 +158,12 @@ def transcribe(
     options = dict(
         beam=beam, greedy=greedy, nbest=nbest, ctc_weight=ctc_weight, max_ctc_gap=max_ctc_gap, slot_weight=slot_weight
     )
-    if model is not None and is_exported(model):  # an ONNX export: onnxruntime + numpy, torch never imported
+    if exported_model:  # an ONNX export: onnxruntime + numpy, torch never imported
         from seqx.runtime import load_exported, settings_for
         from seqx.runtime import transcribe_files as run_exported
 
         exported = load_exported(model)
-        settings = settings_for(exported, **options, grammar=grammar)  # --grammar: recipe or none
+        settings = settings_for(exported, **{**sets, **{k: v for k, v in options.items() if v is not None}}, grammar=grammar)  # --grammar: recipe or none
         results = run_exported(exported, paths, settings)
         if json_out:
             for result in results:
@@ -141,7 +173,7 @@ def transcribe(
         from seqx.decode.transcribe import Constraint, transcribe_files
 
         bundle = _bundle(model, device)
-        settings = bundle.decode.merged(**options, precision=precision, grammar=grammar)
+        settings = bundle.decode.merged(**sets).merged(**options, precision=precision, grammar=grammar)
         constraint = Constraint.of(bundle, settings)  # a bad grammar or an unspellable word: one line, exit 2
         with RichReporter() as reporter:
             # text mode prints each unreadable file's error in its place below; JSON mode keeps the warning on stderr

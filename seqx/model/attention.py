@@ -148,7 +148,9 @@ class MultiHeadAttention(nn.Module):
 
     def _attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
         """(B, H, T, dh) attention output; decoding steps on the CPU skip the fused kernel (see above)."""
-        if q.shape[2] <= SHORT_QUERY and q.device.type == "cpu" and not self.training:
+        # the shape test last: under torch.compile (train.compile) a shape test in training would guard the
+        # graph on the target length and compile it again when that length changes
+        if not self.training and q.device.type == "cpu" and q.shape[2] <= SHORT_QUERY:
             return short_query_attention(q, k, v, mask)
         p = self.dropout if self.training else 0.0
         if q.device.type == "cpu" and q.dtype == torch.bfloat16 and q.requires_grad:

@@ -36,13 +36,15 @@ class ConvolutionModule(nn.Module):
         self.depthwise = nn.Conv1d(d_model, d_model, kernel, padding=kernel // 2, groups=d_model)
         self.norm = nn.LayerNorm(d_model)
         self.pointwise_out = nn.Linear(d_model, d_model)
-        self.shifted_when_compiled = True  # bench/train_throughput.py's `conv1d` option sets False, to compare
+        # None: the shifted sum when compiled, Conv1d eager; True / False: always / never the sum
+        # (bench/train_throughput.py's `shifted` and `conv1d` options, to compare)
+        self.shifted: bool | None = None
 
     def forward(self, x: Tensor, keep: Tensor | None) -> Tensor:
         h = F.glu(self.pointwise_in(x), dim=-1)  # (B, S, D)
         if keep is not None:
             h = h.masked_fill(~keep, 0.0)
-        if self.shifted_when_compiled and torch.compiler.is_compiling():
+        if self.shifted if self.shifted is not None else torch.compiler.is_compiling():
             h = shifted_depthwise(h, self.depthwise)
         else:
             h = self.depthwise(h.transpose(1, 2)).transpose(1, 2)

@@ -246,7 +246,7 @@ class Trainer:
 
     def _lr(self, total: int) -> float:
         cfg = self.settings
-        return learning_rate(self.state.step + 1, cfg.lr, cfg.warmup_steps, total, cfg.schedule)
+        return learning_rate(self.state.step + 1, cfg.lr, cfg.warmup_steps, total, cfg.schedule, cfg.lr_floor)
 
     def _optimizer_step(self, took: int, last_synced: bool, total: int) -> float | None:
         """Step when the window had any finite batch; returns the learning rate used, None if skipped."""

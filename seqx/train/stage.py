@@ -68,6 +68,8 @@ def run_key(recipe: Recipe) -> str:
     train = recipe.train.model_dump(exclude={"device", "log_every", "workers", "save_every_steps", "compile"})
     if not train["slot_weight"]:
         del train["slot_weight"]  # added later: runs without heads keep their key (and their checkpoints)
+    if train["lr_floor"] == 0.1:
+        del train["lr_floor"]  # added later: runs at the old fixed floor keep their key
     # the earlier stages' stamps say exactly which features and tokenizer the weights were made from
     stamps = [(d / STAMP_NAME).read_text() if (d / STAMP_NAME).is_file() else "" for d in (recipe.feats_dir, recipe.tokenizer_dir)]
     return fingerprint(recipe.model, train, recipe.features.spec, recipe.features.specaugment, stamps)
