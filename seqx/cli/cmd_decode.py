@@ -18,8 +18,8 @@ from seqx.cli.common import (
     out,
     print_error,
 )
-from seqx.errors import SeqxError
 from seqx.constants import DEFAULT_RECIPE, Precision
+from seqx.errors import SeqxError
 
 if TYPE_CHECKING:
     from seqx.recipe import DecodeSettings

@@ -27,8 +27,8 @@ from safetensors import SafetensorError
 from safetensors.torch import load_model, save_model
 
 from seqx import __version__, faults
-from seqx.device import resolve_device
 from seqx.decode.slot_rescore import HeadLayout
+from seqx.device import resolve_device
 from seqx.errors import SeqxError
 from seqx.featurize import embedding
 from seqx.featurize.cmvn import Cmvn

@@ -24,9 +24,9 @@ from seqx.device import resolve_device
 from seqx.errors import SeqxError
 from seqx.featurize.cmvn import Cmvn
 from seqx.featurize.stage import run_featurize_stage, view_dir
+from seqx.featurize.store import FeatureStore
 from seqx.grammar.load import grammar_from_file, load_grammar
 from seqx.grammar.model import Grammar
-from seqx.featurize.store import FeatureStore
 from seqx.lock import stage_lock
 from seqx.model.transformer import ModelDimensions, count_parameters
 from seqx.recipe import Recipe
@@ -38,7 +38,7 @@ from seqx.train.dataset import UtteranceDataset
 from seqx.train.distributed import DistInfo, barrier, cleanup, init_distributed, wait_for_rank0
 from seqx.train.loop import LOG, Trainer, TrainReport
 
-__all__ = ["run_train_stage", "train_on_stores", "TrainReport", "pick_device", "run_key"]
+__all__ = ["TrainReport", "pick_device", "run_key", "run_train_stage", "train_on_stores"]
 
 
 def choose_reject_thresholds(recipe: Recipe, grammar: Grammar, reporter: Reporter, device: torch.device) -> None:
