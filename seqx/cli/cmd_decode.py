@@ -117,7 +117,7 @@ def model_decode_sets(overrides: list[str] | None, exported: bool = False) -> di
 
         for key in sets:
             if key not in SETTINGS:
-                raise SeqxError(f"--set decode.{key}: an exported model does not take this setting; export again with it")
+                raise SeqxError(f"--set decode.{key}: an exported model does not take this setting (it decodes in onnxruntime)")
     return sets
 
 
@@ -163,7 +163,8 @@ def transcribe(
         from seqx.runtime import transcribe_files as run_exported
 
         exported = load_exported(model)
-        settings = settings_for(exported, **{**sets, **{k: v for k, v in options.items() if v is not None}}, grammar=grammar)  # --grammar: recipe or none
+        given = {k: v for k, v in {**options, "grammar": grammar}.items() if v is not None}  # --grammar: recipe or none
+        settings = settings_for(exported, **{**sets, **given})
         results = run_exported(exported, paths, settings)
         if json_out:
             for result in results:

@@ -70,7 +70,7 @@ def listen(
         raise SeqxError("--run: the recipe has no actions: section, so there is nothing to run")
     if input_ not in ("mic", "-") and not Path(input_).is_file():
         raise SeqxError(f"{input_}: no such file (--input takes mic, - or an audio file)")
-    decode = None if segments_only else _decoder(model, settings, grammar)
+    decode = None if segments_only else _decoder(model, settings, grammar, overrides)
     vad, note = load_vad(settings.listen.vad, settings.listen.energy_margin_db)
     if note:
         console.print(f"[yellow]warning:[/] {note}", highlight=False)
@@ -94,23 +94,30 @@ def listen(
         raise typer.Exit(1) from None
 
 
-def _decoder(model: Path | None, recipe: Recipe, grammar: str | None = None):  # noqa: ANN202 (lazy torch import)
+def _decoder(  # noqa: ANN202 (lazy torch import)
+    model: Path | None, recipe: Recipe, grammar: str | None = None, overrides: list[str] | None = None
+):
     """Load the bundle and compile its grammar once; each segment's waveform is decoded with
-    the bundle's settings (and `--grammar` when given)."""
+    the bundle's settings, the `--set decode.*` given (as `seqx transcribe` takes them) and
+    `--grammar` when given."""
+    from seqx.cli.cmd_decode import model_decode_sets
     from seqx.runtime.model import is_exported
 
-    if model is not None and is_exported(model):  # an ONNX export: onnxruntime + numpy, no torch
+    exported_model = model is not None and is_exported(model)
+    sets = model_decode_sets([o for o in overrides or () if o.strip().startswith("decode.")], exported=exported_model)
+    if exported_model:  # an ONNX export: onnxruntime + numpy, no torch
         from seqx.runtime import load_exported, settings_for
         from seqx.runtime import transcribe_waves as run_exported
 
         exported = load_exported(model)
-        options = settings_for(exported, grammar=grammar)  # recipe (the export's grammar) or none
+        given = {"grammar": grammar} if grammar is not None else {}  # recipe (the export's grammar) or none
+        options = settings_for(exported, **{**sets, **given})
         return lambda waves: run_exported(exported, [np.asarray(w, np.float32) for w in waves], options)
     from seqx.cli.cmd_decode import _bundle
     from seqx.decode.transcribe import Constraint, transcribe_waves
 
     bundle = _bundle(model or (recipe.bundle_dir if (recipe.bundle_dir / "config.json").is_file() else None), "cpu")
-    settings = bundle.decode.merged(grammar=grammar)
+    settings = bundle.decode.merged(**sets).merged(grammar=grammar)
     constraint = Constraint.of(bundle, settings)
     return lambda waves: transcribe_waves(bundle, list(waves), settings, constraint=constraint)
 
