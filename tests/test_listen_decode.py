@@ -108,6 +108,11 @@ def test_listen_decodes_each_command_and_runs_its_action_only_with_run(
     # each command as the model hears it alone (then, tab-separated, its intent and slots)
     assert [line.split("\t")[0] for line in plain.stdout.splitlines()] == alone
     assert not record.exists()  # no --run: nothing is executed
+    # --set decode.KEY=VALUE reaches the model's decoding, as in `seqx transcribe`: one output token
+    # leaves no whole command, so every segment is rejected and nothing is printed
+    capped = _cli(*base, "--set", "decode.max_len=1", "--json")
+    assert capped.returncode == 0, capped.stderr
+    assert not any(json.loads(line)["understood"] for line in capped.stdout.splitlines())
 
     ran = _cli(*base, "--run", "--json")
     assert ran.returncode == 0, ran.stderr
