@@ -11,7 +11,9 @@
 #      (bench/train_from_stores.py --without-copies). The bundles come back (weights as float16 by
 #      bench/halve_bundle.py, which records their new checksum, to fit what a call returns) and are
 #      scored here, where the audio is (docs/benchmarks.md has the commands).
-# PARTS=compile trains gpu5k-clip's model again with train.compile (its wall time against gpu5k-clip's).
+# PARTS=compile trains gpu5k-clip's model again with train.compile (its wall time against gpu5k-clip's;
+#   2026-11-27 on an H200 it had not reached step 50 in 320 s, recompiling, against 165 s for the eager run).
+# The `autotune` MFU variant (max-autotune-no-cudagraphs) needs more than 230 s of warm-up: give it MFU_S=500 alone.
 # MFU_MODELS=a,b (bench/train_throughput.py's --models) runs those variants as the MFU part instead.
 # PARTS=mfu or PARTS=train runs one half (on an H200 the MFU part took 200 s and the training 350 s, the machine's
 # start apart, so one call rarely fits both); TRAIN_S and MFU_S set each part's limit in seconds.
