@@ -113,12 +113,17 @@ def model_decode_sets(overrides: list[str] | None, exported: bool = False) -> di
         raise SeqxError(f"--set {str(err).split(': ', 1)[-1]}") from None
     sets = decode_overrides(recipe.decode, overrides)
     if exported:
-        from seqx.runtime.transcribe import SETTINGS
-
-        for key in sets:
-            if key not in SETTINGS:
-                raise SeqxError(f"--set decode.{key}: an exported model does not take this setting (it decodes in onnxruntime)")
+        check_exported_sets(sets)
     return sets
+
+
+def check_exported_sets(sets: dict[str, object]) -> None:
+    """An ONNX export decodes with the settings its runtime knows; a `--set decode.*` it would ignore is refused."""
+    from seqx.runtime.transcribe import SETTINGS
+
+    for key in sets:
+        if key not in SETTINGS:
+            raise SeqxError(f"--set decode.{key}: an exported model does not take this setting (it decodes in onnxruntime)")
 
 
 def _check_precision(precision: str | None) -> None:

@@ -100,12 +100,13 @@ def _decoder(  # noqa: ANN202 (lazy torch import)
     """Load the bundle and compile its grammar once; each segment's waveform is decoded with
     the bundle's settings, the `--set decode.*` given (as `seqx transcribe` takes them) and
     `--grammar` when given."""
-    from seqx.cli.cmd_decode import model_decode_sets
+    from seqx.cli.cmd_decode import check_exported_sets, decode_overrides
     from seqx.runtime.model import is_exported
 
     exported_model = model is not None and is_exported(model)
-    sets = model_decode_sets([o for o in overrides or () if o.strip().startswith("decode.")], exported=exported_model)
+    sets = decode_overrides(recipe.decode, overrides)  # the recipe already read and checked them
     if exported_model:  # an ONNX export: onnxruntime + numpy, no torch
+        check_exported_sets(sets)
         from seqx.runtime import load_exported, settings_for
         from seqx.runtime import transcribe_waves as run_exported
 

@@ -44,7 +44,8 @@ class ConvolutionModule(nn.Module):
         h = F.glu(self.pointwise_in(x), dim=-1)  # (B, S, D)
         if keep is not None:
             h = h.masked_fill(~keep, 0.0)
-        if self.shifted if self.shifted is not None else torch.compiler.is_compiling():
+        shifted = torch.compiler.is_compiling() if self.shifted is None else self.shifted
+        if shifted:
             h = shifted_depthwise(h, self.depthwise)
         else:
             h = self.depthwise(h.transpose(1, 2)).transpose(1, 2)
