@@ -413,9 +413,10 @@ class TrainSettings(_Section):
     grad_clip: float = Field(5.0, ge=0.0)  # 0 = no clipping
     accum_steps: int = Field(1, ge=1, le=1024)
     bf16: bool = True  # autocast on CUDA and on CPUs with native bf16 (AVX512-BF16, AMX); fp32 elsewhere
-    # torch.compile the training forward (dynamic shapes: batches change shape every step). Off: on a
-    # CPU it compiled for 81 s to make no faster step; on a GPU a compiled step of the base size is
-    # 1.3-1.5x an eager one (docs/benchmarks.md), but training with it is not measured yet
+    # torch.compile the training forward (dynamic shapes: batches change shape every step). Off: a
+    # compiled step of the base size is 1.3-1.5x an eager one on an H200, but the graph compiles again
+    # as batch shapes change, and the full recipe's training had not reached step 50 in 320 s against
+    # 165 s for the whole eager run (docs/benchmarks.md "`train.compile` in training")
     compile: bool = False
     keep_last: int = Field(3, ge=1, le=100)  # epoch checkpoints kept
     average_best: int = Field(3, ge=1, le=100)  # best-by-valid checkpoints averaged into the bundle

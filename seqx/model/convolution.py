@@ -13,8 +13,8 @@ generic depthwise kernel, which took 30% of a compiled training step of the base
 (torch.profiler), while the shifted sum is elementwise work that torch.compile fuses (and keeps in
 fp32 inside its kernels): 1.31x a step. On a CPU, inductor fails to compile the Conv1d with
 dynamic shapes (`train.compile`), and the sum compiles. Same weights, same result. Eager code
-(the trainer by default, decoding, the ONNX export) keeps Conv1d: eager, the sum would be 14
-separate kernels, slower on this CPU and not measured on a GPU.
+(the trainer by default, decoding, the ONNX export) keeps Conv1d: eager, the sum is 14 separate
+kernels, slower on this CPU and 9% slower a step on an H200 (324.7 against 297.7 ms, base size).
 """
 
 from __future__ import annotations
