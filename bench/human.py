@@ -1,7 +1,7 @@
 """Real human recordings that Debian ships, against a seqx model trained on seqx's own voices only.
 
 Usage:
-    python bench/human.py [--sets cards,goforward,alsa,digits] [--kind speech_embedding|fbank|...]
+    python bench/human.py [--sets cards,goforward,alsa,digits,asterisk-numbers,asterisk-phrases] [--kind speech_embedding|fbank|...]
                           [--epochs N] [--size N] [--exp-dir /tmp/seqx-human] [--set KEY=VALUE]
                           [--slot-weights W,...] [--json]
 
@@ -27,6 +27,12 @@ Sets (files, reference transcripts):
   alsa       alsa-utils: /usr/share/sounds/alsa/{Front,Rear,Side}_{Left,Right,Center}.wav, Noise.wav = ""
   digits     pocketsphinx-testdata: tidigits/dhd.2934z.raw (16 kHz s16; TIDIGITS names a file by what it
              says: "two nine three four zero"), strings of one to seven digits (zero, oh, one ... nine)
+  asterisk-numbers   asterisk-core-sounds-en-wav: a person (Allison Smith, the Asterisk PBX's voice; 8 kHz,
+             the telephone band) saying 0-20, 30, 40 ... 90 one at a time (digits/N.wav), against a grammar
+             of every number from zero to ninety nine: "fourteen" / "forty" as a person says them
+  asterisk-phrases   the same voice's prompts of 3 to 8 words (vm-nomore.wav "no more messages", ...;
+             transcripts from asterisk-core-sounds-en's core-sounds-en.txt.gz), a phrase list of
+             every one of them: many words, one speaker, a telephone channel
 
 Real voices out of the grammar: each grammar-constrained system also hears the other sets'
 recordings, pocketsphinx-testdata's five LibriVox sentences (read speech, librivox/transcription)
@@ -66,6 +72,10 @@ from seqx.tokenize.text import normalize_text  # noqa: E402
 PS_DATA = Path("/usr/share/pocketsphinx/test/data")
 MAX_DIGITS = 7  # TIDIGITS' longest strings
 ALSA = Path("/usr/share/sounds/alsa")
+ASTERISK = Path("/usr/share/asterisk/sounds/en_US_f_Allison")
+ASTERISK_TRANSCRIPTS = Path("/usr/share/doc/asterisk-core-sounds-en/core-sounds-en.txt.gz")
+ASTERISK_NUMBERS = [*range(21), 30, 40, 50, 60, 70, 80, 90]  # the digits/N.wav files there are
+ASTERISK_PHRASE_WORDS = (3, 8)  # prompts this long: commands' length, not menus read out
 
 
 @dataclass
@@ -119,6 +129,51 @@ def human_sets() -> dict[str, HumanSet]:
             {"intents": {"digits": [" ".join(["{digit}"] * n) for n in range(1, MAX_DIGITS + 1)]},
              "slots": {"digit": ["zero", "oh", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]}},
             None, "pocketsphinx-testdata",
+        ),  # fmt: skip
+        **asterisk_sets(),
+    }
+
+
+def asterisk_prompts() -> list[tuple[str, str]]:
+    """(wav path, transcript) of every Asterisk prompt whose transcript is plain words, 3 to 8 of them.
+    Left out: sound effects ("[beep]"), digits and keys in the text ("press 1", "#"), spelled letters
+    ("n b s"), and the long menus."""
+    import gzip
+
+    if not ASTERISK_TRANSCRIPTS.is_file():
+        return []
+    prompts = []
+    for line in gzip.open(ASTERISK_TRANSCRIPTS, "rt", encoding="utf-8", errors="replace"):
+        name, colon, text = line.partition(":")
+        wav = ASTERISK / f"{name.strip()}.wav"
+        if line.startswith(";") or not colon or re.search(r"[\[\]0-9#*]", text) or not wav.is_file():
+            continue
+        words = re.sub(r"[^a-z' ]", " ", text.lower()).split()
+        lo, hi = ASTERISK_PHRASE_WORDS
+        if lo <= len(words) <= hi and max(len(w) for w in words) > 1:
+            prompts.append((str(wav), " ".join(words)))
+    return prompts
+
+
+def asterisk_sets() -> dict[str, HumanSet]:
+    """A second person, and many more of her files: the Asterisk PBX's prompts (one professional voice,
+    8 kHz). The numbers set asks what the commands demo gets wrong most (teens against tens); the
+    phrases set asks for 120-odd sentences of about 250 words at once."""
+    from seqx.tokenize.text import number_words
+
+    numbers = [number_words(n) for n in range(100)]
+    phrases = asterisk_prompts()
+    return {
+        "asterisk-numbers": HumanSet(
+            "asterisk-numbers",
+            [(str(ASTERISK / "digits" / f"{n}.wav"), number_words(n)) for n in ASTERISK_NUMBERS],
+            {"intents": {"number": ["{number}"]}, "slots": {"number": numbers}}, None, "asterisk-core-sounds-en-wav",
+        ),  # fmt: skip
+        "asterisk-phrases": HumanSet(
+            "asterisk-phrases",
+            phrases,  # none when the transcripts are not installed: run_set names the package
+            {"intents": {"prompt": sorted({text for _, text in phrases})}},
+            None, "asterisk-core-sounds-en",
         ),  # fmt: skip
     }
 
@@ -233,7 +288,7 @@ def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:
     from seqx.train.stage import choose_reject_thresholds, run_train_stage
 
     recipe = set_recipe(args.recipe, hs, args)
-    missing = [p for p, _ in hs.files if not Path(p).is_file()]
+    missing = [p for p, _ in hs.files if not Path(p).is_file()] or ([] if hs.files else [f"{hs.name}'s recordings"])
     if missing:
         raise SystemExit(f"{missing[0]}: missing (apt-get install {hs.package})")
     paths = [as_wav(p, recipe.root / "human") for p, _ in hs.files]
@@ -297,7 +352,7 @@ def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recipe", type=Path, default=DEFAULT_RECIPE)
-    parser.add_argument("--sets", default="cards,goforward,alsa,digits")
+    parser.add_argument("--sets", default=",".join(human_sets()))
     parser.add_argument("--kind", default="speech_embedding", help="features.kind: speech_embedding, fbank, mfcc, ...")
     parser.add_argument("--epochs", type=int, default=0, help="0: the profile's")
     parser.add_argument("--size", type=int, default=0, help="corpus utterances; 0: the profile's")

@@ -16,7 +16,7 @@ human = pytest.importorskip("human")
 def test_sets_cover_their_references(tmp_path: Path) -> None:
     sets = human.human_sets()
     if not all(Path(p).is_file() for s in sets.values() for p, _ in s.files):
-        pytest.skip("pocketsphinx-testdata / alsa-utils recordings not installed")
+        pytest.skip("pocketsphinx-testdata / alsa-utils / asterisk-core-sounds-en recordings not installed")
     cards = sets["cards"]
     assert [r for _, r in cards.files] == [
         "ten of clubs", "four queen of clubs", "seven of clubs", "five five",
@@ -25,6 +25,14 @@ def test_sets_cover_their_references(tmp_path: Path) -> None:
         grammar = s.load_grammar()
         assert all(grammar.accepts(r) for _, r in s.files if r), s.name  # every reference is a command
     assert sets["cards"].load_grammar().count() == 1_419_348  # cards.gram itself, counted not listed
+    # Asterisk's prompts: every number file against all hundred numbers; phrases of 3-8 plain words
+    numbers = sets["asterisk-numbers"]
+    assert len(numbers.files) == 28 and numbers.load_grammar().count() == 100
+    assert dict((Path(p).name, r) for p, r in numbers.files)["14.wav"] == "fourteen"
+    phrases = dict((Path(p).stem, r) for p, r in sets["asterisk-phrases"].files)
+    assert phrases["vm-nomore"] == "no more messages" and phrases["dir-last"] == "letters of your party's last name"
+    assert not {"spy-nbs", "beep", "conf-adminmenu", "vm-advopts"} & set(phrases)  # letters, a tone, a menu, "press 3"
+    assert all(3 <= len(r.split()) <= 8 for r in phrases.values())
     recipe = human.set_recipe(human.DEFAULT_RECIPE, sets["alsa"], _args(tmp_path))
     assert recipe.data.synth.grammar is not None and not recipe.data.synth.templates
     # the recipe's own voices (all four engines, flite only in test), overridable with --set
@@ -46,7 +54,7 @@ def test_real_voices_out_of_each_grammar(tmp_path: Path) -> None:
     recordings, none of whose transcripts its grammar accepts, and never its own files."""
     sets = human.human_sets()
     if not all(Path(p).is_file() for s in sets.values() for p, _ in s.files):
-        pytest.skip("pocketsphinx-testdata / alsa-utils recordings not installed")
+        pytest.skip("pocketsphinx-testdata / alsa-utils / asterisk-core-sounds-en recordings not installed")
     other = human.other_speech()
     assert len(other) == 6 and other[0][1] == "go somewhere and do something"
     assert other[1][1].startswith("and mister john dashwood")
@@ -59,9 +67,10 @@ def test_real_voices_out_of_each_grammar(tmp_path: Path) -> None:
         assert all(Path(p).is_file() for p in people)
         refs = {p: r for x in sets.values() for p, r in x.files} | dict(other)
         assert not any(grammar.accepts(refs[p]) for p in people), name
-    # alsa's 8 speech files, goforward, the digits and the 6 others are out of the cards grammar;
-    # Noise.wav says nothing
-    assert len(human.human_out_of_grammar(sets["cards"], sets["cards"].load_grammar(), recipe)) == 8 + 1 + 1 + 6
+    # alsa's 8 speech files, goforward, the digits, the 6 others and Asterisk's phrases are out of the
+    # cards grammar, and so are Asterisk's numbers said alone (a card has a suit); Noise.wav says nothing
+    cards_people = human.human_out_of_grammar(sets["cards"], sets["cards"].load_grammar(), recipe)
+    assert len(cards_people) == 8 + 1 + 1 + 6 + 140 + 28
     # the digits speaker is a person saying numbers, as TIDIGITS names the file
     assert sets["digits"].load_grammar().parse("two nine three four zero").slots["digit_5"] == "zero"
 
