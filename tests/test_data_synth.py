@@ -10,7 +10,7 @@ import pytest
 import soundfile as sf
 from conftest import ESPEAK_ONLY, REPO, enumerate_sentences
 
-from seqx.data.manifest import read_manifest
+from seqx.data.manifest import CLIPPED_SUFFIX, TIGHT_SUFFIX, read_manifest
 from seqx.data.noise import NOISE_KINDS, draw_noise, mix_at_snr
 from seqx.data.stage import run_data_stage
 from seqx.data.synth import OOG_SUFFIX, plan_corpus, render
@@ -127,6 +127,44 @@ def test_other_word_share_says_words_the_grammar_does_not_use() -> None:
     words = [w for t in other for w in t.split()]
     assert sum(w in pool for w in words) > 0.7 * len(words) and set(words) <= pool | vocab
     assert not any(grammar.accepts(t) for t in other) and len(set(other)) > 0.9 * len(other)
+
+
+def test_auto_other_word_share_follows_the_grammars_size() -> None:
+    """oog_other_share `auto`: a grammar of a handful of words gets AUTO_OTHER_SHARE of everyday
+    English among its out-of-grammar strings, a larger one none, and its corpus key is the one of
+    the number it means (a corpus made before `auto` stays fresh)."""
+    from seqx.data.stage import _key
+    from seqx.data.synth import other_word_share
+    from seqx.decode.negatives import other_words
+    from seqx.recipe import AUTO_OTHER_SHARE, SMALL_GRAMMAR_WORDS
+
+    commands = load_recipe(REPO / "recipes/commands.yaml", ["data.size=400"])
+    assert commands.data.synth.oog_other_share == "auto"
+    grammar = load_grammar(commands)
+    assert grammar is not None and len(grammar.vocabulary()) > SMALL_GRAMMAR_WORDS
+    assert other_word_share(commands.data.synth, grammar) == 0.0
+    zero = load_recipe(REPO / "recipes/commands.yaml", ["data.size=400", "data.synth.oog_other_share=0"])
+    assert _key(commands) == _key(zero)  # a corpus made before `auto` stays fresh
+    grammar_yaml = ("{intents: {channel: ['{position} {side}']}, "
+                    "slots: {position: [front, rear, side], side: [left, right, center]}}")  # fmt: skip
+    channels = ["data.size=400", f"data.synth.grammar={grammar_yaml}"]
+    small = load_recipe(REPO / "recipes/commands.yaml", channels)
+    small_grammar = load_grammar(small)
+    assert small_grammar is not None and len(small_grammar.vocabulary()) == 6
+    assert other_word_share(small.data.synth, small_grammar) == AUTO_OTHER_SHARE
+    fixed = load_recipe(REPO / "recipes/commands.yaml", [*channels, f"data.synth.oog_other_share={AUTO_OTHER_SHARE}"])
+    none = load_recipe(REPO / "recipes/commands.yaml", [*channels, "data.synth.oog_other_share=0"])
+    assert _key(small) == _key(fixed) != _key(none)
+    plans, _ = plan_corpus(small.data)
+    oog = [p.text for p in plans if p.id.endswith(OOG_SUFFIX)]
+    copies = (OOG_SUFFIX, CLIPPED_SUFFIX, TIGHT_SUFFIX)
+    commands = sum(p.split == "train" and bool(p.text) and not p.id.endswith(copies) for p in plans)
+    pool = set(other_words(small_grammar))
+    everyday = [t for t in oog if any(w in pool for w in t.split())]
+    # six words make few strings that are not commands: all of them, then the everyday ones
+    assert len(everyday) == round(AUTO_OTHER_SHARE * round(small.data.synth.oog_share * commands)) > 0
+    own = [p.text for p in plan_corpus(none.data)[0] if p.id.endswith(OOG_SUFFIX)]
+    assert oog == own + everyday and not any(small_grammar.accepts(t) for t in oog)
 
 
 def test_every_default_voice_sounds_different() -> None:

@@ -10,7 +10,7 @@ import numpy as np
 
 from seqx.data.importers import check_rows, read_rows
 from seqx.data.manifest import Utterance, read_manifest, write_manifest
-from seqx.data.synth import SPLITS, synthesize
+from seqx.data.synth import SPLITS, corpus_grammar, other_word_share, synthesize
 from seqx.errors import SeqxError
 from seqx.faults import fault_point
 from seqx.lock import stage_lock
@@ -51,7 +51,12 @@ def _key(recipe: Recipe) -> str:
         del settings["synth"]["augment"]  # all off: a corpus made before augmentation existed is still fresh
     if not settings["synth"]["oog_share"]:
         del settings["synth"]["oog_share"]  # added later: corpora made without it stay fresh
-    if not settings["synth"]["oog_other_share"]:
+    other_share = settings["synth"]["oog_other_share"]
+    if other_share == "auto":  # keyed by what it means for this grammar: the same corpus is the same key
+        synth = recipe.data.source == "synth"
+        other_share = other_word_share(recipe.data.synth, corpus_grammar(recipe.data)) if synth else 0.0
+    settings["synth"]["oog_other_share"] = other_share
+    if not other_share:
         del settings["synth"]["oog_other_share"]  # the same
     if not settings["synth"]["word_balance"]:
         del settings["synth"]["word_balance"]  # the same

@@ -32,7 +32,7 @@ from seqx.featurize.span import speech_span
 from seqx.grammar.heldout import draw, kept_words
 from seqx.grammar.load import grammar_from_settings
 from seqx.grammar.model import Grammar
-from seqx.recipe import DataSettings, SynthSettings, Voice
+from seqx.recipe import AUTO_OTHER_SHARE, SMALL_GRAMMAR_WORDS, DataSettings, SynthSettings, Voice
 from seqx.report import Reporter
 from seqx.workers import worker_pool
 
@@ -78,6 +78,15 @@ def corpus_grammar(settings: DataSettings, name: str = "commands") -> Grammar:
     if grammar.count() == 0:
         raise SeqxError("data.synth.grammar: the grammar makes no commands")
     return grammar
+
+
+def other_word_share(synth: SynthSettings, grammar: Grammar) -> float:
+    """`oog_other_share` with `auto` resolved by the grammar's size: a grammar of a handful of words
+    has hardly any out-of-grammar strings of its own words that are not nearly commands, so its model
+    must hear everyday English to learn what "none of them" sounds like (recipe.SMALL_GRAMMAR_WORDS)."""
+    if synth.oog_other_share != "auto":
+        return synth.oog_other_share
+    return AUTO_OTHER_SHARE if len(grammar.vocabulary()) <= SMALL_GRAMMAR_WORDS else 0.0
 
 
 def plan_corpus(
@@ -194,7 +203,7 @@ def _out_of_grammar_plans(plans: list[Plan], grammar: Grammar, settings: DataSet
     if not count:
         return []
     rng = np.random.default_rng([settings.seed, 8])
-    others = round(settings.synth.oog_other_share * count)
+    others = round(other_word_share(settings.synth, grammar) * count)
     sentences = oog_sentences(grammar, count - others, rng)
     if others:  # their own generator: the grammar-word strings are the same with or without them
         sentences += other_word_sentences(grammar, others, np.random.default_rng([settings.seed, 9]))
