@@ -24,29 +24,27 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import soundfile as sf
-import soxr
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
 
 from human import as_wav, human_sets, set_model_name
+
+from seqx.featurize.samples import read_samples
+from seqx.featurize.span import speech_span
 
 SAMPLE_RATE = 16000
 MARGIN_S = 0.2
 
 
-def speech_only(wave: np.ndarray, rate: int) -> np.ndarray:
-    """16 kHz mono, cut to where 10 ms frame energy is within 20 dB of the loudest, with MARGIN_S around."""
-    if wave.ndim > 1:
-        wave = wave.mean(axis=1)
-    if rate != SAMPLE_RATE:
-        wave = soxr.resample(wave, rate, SAMPLE_RATE)
-    energy = np.convolve(wave.astype(np.float64) ** 2, np.ones(160) / 160, "same")
-    loud = np.flatnonzero(energy > energy.max() * 0.01)
-    if loud.size == 0:
-        return wave
+def speech_only(path: Path | str) -> np.ndarray:
+    """The file at 16 kHz mono (seqx's own reader), cut to its sound as decoding finds it
+    (seqx.featurize.span: 10 ms frames within 20 dB of the loudest) with MARGIN_S around."""
+    wave = read_samples(path, SAMPLE_RATE)
+    first, last = speech_span(wave, SAMPLE_RATE)
     pad = int(MARGIN_S * SAMPLE_RATE)
-    return wave[max(0, loud[0] - pad) : loud[-1] + pad]
+    return wave[max(0, first - pad) : last + pad]
 
 
 def dtw_distance(a: np.ndarray, b: np.ndarray) -> float:
@@ -76,8 +74,7 @@ def main() -> None:
     embed = SpeechEmbedding()
 
     def features(path: Path | str) -> np.ndarray:
-        wave, rate = sf.read(path, dtype="float32")
-        return embed(speech_only(wave, rate))
+        return embed(speech_only(path))
 
     report = []
     for name in args.sets.split(","):
