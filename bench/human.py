@@ -288,7 +288,9 @@ def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:
     from seqx.train.stage import choose_reject_thresholds, run_train_stage
 
     recipe = set_recipe(args.recipe, hs, args)
-    missing = [p for p, _ in hs.files if not Path(p).is_file()] or ([] if hs.files else [f"{hs.name}'s recordings"])
+    if not hs.files:  # asterisk-phrases without its transcripts
+        raise SystemExit(f"{hs.name}: no recordings found (apt-get install {hs.package})")
+    missing = [p for p, _ in hs.files if not Path(p).is_file()]
     if missing:
         raise SystemExit(f"{missing[0]}: missing (apt-get install {hs.package})")
     paths = [as_wav(p, recipe.root / "human") for p, _ in hs.files]

@@ -53,8 +53,8 @@ def _key(recipe: Recipe) -> str:
         del settings["synth"]["oog_share"]  # added later: corpora made without it stay fresh
     other_share = settings["synth"]["oog_other_share"]
     if other_share == "auto":  # keyed by what it means for this grammar: the same corpus is the same key
-        synth = recipe.data.source == "synth"
-        other_share = other_word_share(recipe.data.synth, corpus_grammar(recipe.data)) if synth else 0.0
+        synthesized = recipe.data.source == "synth"
+        other_share = other_word_share(recipe.data.synth, corpus_grammar(recipe.data)) if synthesized else 0.0
     settings["synth"]["oog_other_share"] = other_share
     if not other_share:
         del settings["synth"]["oog_other_share"]  # the same
