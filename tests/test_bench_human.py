@@ -33,6 +33,18 @@ def test_sets_cover_their_references(tmp_path: Path) -> None:
     assert phrases["vm-nomore"] == "no more messages" and phrases["dir-last"] == "letters of your party's last name"
     assert not {"spy-nbs", "beep", "conf-adminmenu", "vm-advopts"} & set(phrases)  # letters, a tone, a menu, "press 3"
     assert all(3 <= len(r.split()) <= 8 for r in phrases.values())
+    # dates: Allison's digits/ files joined as Asterisk says a date, in a grammar of five slots
+    dates = sets["asterisk-dates"]
+    assert dates.load_grammar().count() == 7 * 12 * 31 * 12 * 12 and dates.spliced
+    assert len(dates.files) == 60 and dates.files[0][1] == "tuesday may seventeenth at five forty"
+    parts = dict(human.asterisk_date_parts()["date"])
+    assert parts["twenty first"] == ["20", "h-1"] and parts["thirtieth"] == ["h-30"]
+    assert dict(human.asterisk_date_parts()["minute"])["oh five"] == ["oh", "5"]
+    path, said = dates.files[0]
+    names = ["day-2", "mon-4", "h-17", "at", "5", "40"]
+    joined = sum(sf.info(human.ASTERISK / "digits" / f"{n}.wav").duration for n in names)
+    assert abs(sf.info(path).duration - joined) < 0.01 and sf.info(path).samplerate == 16000
+    assert human.asterisk_dates() == dates.files  # seeded: the same sentences every time
     recipe = human.set_recipe(human.DEFAULT_RECIPE, sets["alsa"], _args(tmp_path))
     assert recipe.data.synth.grammar is not None and not recipe.data.synth.templates
     # the recipe's own voices (all four engines, flite only in test), overridable with --set
@@ -68,7 +80,8 @@ def test_real_voices_out_of_each_grammar(tmp_path: Path) -> None:
         refs = {p: r for x in sets.values() for p, r in x.files} | dict(other)
         assert not any(grammar.accepts(refs[p]) for p in people), name
     # alsa's 8 speech files, goforward, the digits, the 6 others and Asterisk's phrases are out of the
-    # cards grammar, and so are Asterisk's numbers said alone (a card has a suit); Noise.wav says nothing
+    # cards grammar, and so are Asterisk's numbers said alone (a card has a suit); Noise.wav says nothing.
+    # The spliced dates are no one's people out of the grammar
     cards_people = human.human_out_of_grammar(sets["cards"], sets["cards"].load_grammar(), recipe)
     assert len(cards_people) == 8 + 1 + 1 + 6 + 140 + 28
     # the digits speaker is a person saying numbers, as TIDIGITS names the file
