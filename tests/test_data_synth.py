@@ -21,6 +21,7 @@ from seqx.errors import SeqxError
 from seqx.featurize.span import speech_span
 from seqx.recipe import Recipe, RecipeError, Voice, load_recipe
 from seqx.report import Collect
+from seqx.tokenize.text import number_words
 
 # oog_share 0: these tests count and read the commands (tests/test_reject.py covers the oog ones);
 # the full recipe's clipped copies neither (their own test below).
@@ -152,6 +153,12 @@ def test_auto_other_word_share_follows_the_grammars_size() -> None:
     small_grammar = load_grammar(small)
     assert small_grammar is not None and len(small_grammar.vocabulary()) == 6
     assert other_word_share(small.data.synth, small_grammar) == AUTO_OTHER_SHARE
+    # the numbers zero to ninety nine (28 words) are still a small grammar; the demo's 105 words are not
+    numbers = "{intents: {number: ['{n}']}, slots: {n: [%s]}}" % ", ".join(number_words(i) for i in range(100))
+    hundred = load_recipe(REPO / "recipes/commands.yaml", ["data.size=400", f"data.synth.grammar={numbers}"])
+    hundred_grammar = load_grammar(hundred)
+    assert hundred_grammar is not None and len(hundred_grammar.vocabulary()) == 28
+    assert other_word_share(hundred.data.synth, hundred_grammar) == AUTO_OTHER_SHARE
     fixed = load_recipe(REPO / "recipes/commands.yaml", [*channels, f"data.synth.oog_other_share={AUTO_OTHER_SHARE}"])
     none = load_recipe(REPO / "recipes/commands.yaml", [*channels, "data.synth.oog_other_share=0"])
     assert _key(small) == _key(fixed) != _key(none)
