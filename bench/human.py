@@ -40,9 +40,9 @@ Sets (files, reference transcripts):
              every one of them: many words, one speaker, a telephone channel
 
 Real voices out of the grammar: each grammar-constrained system also hears the other sets'
-recordings (not the spliced dates), pocketsphinx-testdata's five LibriVox sentences (read speech, librivox/transcription)
-and something.raw ("go somewhere and do something"), every one whose transcript the set's grammar
-does not hold; the share answered with a command is a false accept on a person, the one users hate.
+recordings (not the spliced dates), pocketsphinx-testdata's five LibriVox sentences (read speech,
+librivox/transcription) and something.raw ("go somewhere and do something"), every one whose
+transcript the set's grammar does not hold; the share answered with a command is a false accept on a person, the one users hate.
 """
 
 from __future__ import annotations
@@ -179,10 +179,16 @@ def asterisk_date_parts() -> dict[str, list[tuple[str, list[str]]]]:
         return [f"h-{n}"] if n <= 20 or n == 30 else [str(n - n % 10), f"h-{n % 10}"]
 
     def minute(n: int) -> list[str]:
-        return ["oclock"] if n == 0 else ["oh", str(n)] if n < 10 else [str(n)] if n < 20 or n % 10 == 0 else [str(n - n % 10), str(n % 10)]
+        if n == 0:
+            return ["oclock"]
+        if n < 10:
+            return ["oh", str(n)]
+        return [str(n)] if n < 20 or n % 10 == 0 else [str(n - n % 10), str(n % 10)]
 
     def ordinal(n: int) -> str:
-        return ORDINALS[n - 1] if n <= 20 else "thirtieth" if n == 30 else f"{number_words(n - n % 10)} {ORDINALS[n % 10 - 1]}"
+        if n <= 20 or n == 30:
+            return ORDINALS[n - 1] if n <= 20 else "thirtieth"
+        return f"{number_words(n - n % 10)} {ORDINALS[n % 10 - 1]}"
 
     return {
         "day": [(d, [f"day-{i}"]) for i, d in enumerate(DAYS)],

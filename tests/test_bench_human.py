@@ -40,7 +40,7 @@ def test_sets_cover_their_references(tmp_path: Path) -> None:
     parts = dict(human.asterisk_date_parts()["date"])
     assert parts["twenty first"] == ["20", "h-1"] and parts["thirtieth"] == ["h-30"]
     assert dict(human.asterisk_date_parts()["minute"])["oh five"] == ["oh", "5"]
-    path, said = dates.files[0]
+    path = dates.files[0][0]
     names = ["day-2", "mon-4", "h-17", "at", "5", "40"]
     joined = sum(sf.info(human.ASTERISK / "digits" / f"{n}.wav").duration for n in names)
     assert abs(sf.info(path).duration - joined) < 0.01 and sf.info(path).samplerate == 16000

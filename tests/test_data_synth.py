@@ -154,7 +154,8 @@ def test_auto_other_word_share_follows_the_grammars_size() -> None:
     assert small_grammar is not None and len(small_grammar.vocabulary()) == 6
     assert other_word_share(small.data.synth, small_grammar) == AUTO_OTHER_SHARE
     # the numbers zero to ninety nine (28 words) are still a small grammar; the demo's 105 words are not
-    numbers = "{intents: {number: ['{n}']}, slots: {n: [%s]}}" % ", ".join(number_words(i) for i in range(100))
+    values = ", ".join(number_words(i) for i in range(100))
+    numbers = "{intents: {number: ['{n}']}, slots: {n: [" + values + "]}}"
     hundred = load_recipe(REPO / "recipes/commands.yaml", ["data.size=400", f"data.synth.grammar={numbers}"])
     hundred_grammar = load_grammar(hundred)
     assert hundred_grammar is not None and len(hundred_grammar.vocabulary()) == 28
