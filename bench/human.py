@@ -209,6 +209,7 @@ def asterisk_dates(n: int = ASTERISK_DATES, seed: int = 0) -> list[tuple[str, st
     import tempfile
 
     from seqx.featurize.samples import read_samples
+    from seqx.stage import atomic_write
 
     folder = Path(tempfile.gettempdir()) / f"seqx-asterisk-dates-{seed}"
     parts = asterisk_date_parts()
@@ -224,7 +225,8 @@ def asterisk_dates(n: int = ASTERISK_DATES, seed: int = 0) -> list[tuple[str, st
         if not path.is_file():
             folder.mkdir(parents=True, exist_ok=True)
             wave = np.concatenate([read_samples(ASTERISK / "digits" / f"{name}.wav", 16000) for name in names])
-            sf.write(path, wave, 16000, subtype="PCM_16")
+            with atomic_write(path) as tmp:  # a run cut short leaves no half file to be reused
+                sf.write(tmp, wave, 16000, subtype="PCM_16", format="WAV")
         files.append((str(path), text))
     return files
 
