@@ -42,7 +42,8 @@ Sets (files, reference transcripts):
 Real voices out of the grammar: each grammar-constrained system also hears the other sets'
 recordings (not the spliced dates), pocketsphinx-testdata's five LibriVox sentences (read speech,
 librivox/transcription) and something.raw ("go somewhere and do something"), every one whose
-transcript the set's grammar does not hold; the share answered with a command is a false accept on a person, the one users hate.
+transcript the set's grammar does not hold; the share answered with a command is a false accept
+on a person, the one users hate.
 """
 
 from __future__ import annotations
@@ -175,29 +176,30 @@ def asterisk_date_parts() -> dict[str, list[tuple[str, list[str]]]]:
     its SayDateTime speaks a date: "twenty first" is `20` then `h-1`, "oh five" is `oh` then `5`."""
     from seqx.tokenize.text import number_words
 
-    def date(n: int) -> list[str]:
-        return [f"h-{n}"] if n <= 20 or n == 30 else [str(n - n % 10), f"h-{n % 10}"]
+    def date(n: int) -> tuple[str, list[str]]:
+        if n <= 20:
+            return ORDINALS[n - 1], [f"h-{n}"]
+        if n == 30:
+            return "thirtieth", ["h-30"]
+        tens, unit = n - n % 10, n % 10
+        return f"{number_words(tens)} {ORDINALS[unit - 1]}", [str(tens), f"h-{unit}"]
 
-    def minute(n: int) -> list[str]:
+    def minute(n: int) -> tuple[str, list[str]]:
         if n == 0:
-            return ["oclock"]
+            return "o'clock", ["oclock"]
         if n < 10:
-            return ["oh", str(n)]
-        return [str(n)] if n < 20 or n % 10 == 0 else [str(n - n % 10), str(n % 10)]
-
-    def ordinal(n: int) -> str:
-        if n <= 20 or n == 30:
-            return ORDINALS[n - 1] if n <= 20 else "thirtieth"
-        return f"{number_words(n - n % 10)} {ORDINALS[n % 10 - 1]}"
+            return f"oh {number_words(n)}", ["oh", str(n)]
+        if n < 20 or n % 10 == 0:
+            return number_words(n), [str(n)]
+        return number_words(n), [str(n - n % 10), str(n % 10)]
 
     return {
         "day": [(d, [f"day-{i}"]) for i, d in enumerate(DAYS)],
         "month": [(m, [f"mon-{i}"]) for i, m in enumerate(MONTHS)],
-        "date": [(ordinal(n), date(n)) for n in range(1, 32)],
+        "date": [date(n) for n in range(1, 32)],
         "hour": [(number_words(n), [str(n)]) for n in range(1, 13)],
-        "minute": [("o'clock" if n == 0 else f"oh {number_words(n)}" if n < 10 else number_words(n), minute(n))
-                   for n in range(0, 60, 5)],
-    }  # fmt: skip
+        "minute": [minute(n) for n in range(0, 60, 5)],
+    }
 
 
 def asterisk_dates(n: int = ASTERISK_DATES, seed: int = 0) -> list[tuple[str, str]]:
@@ -211,10 +213,11 @@ def asterisk_dates(n: int = ASTERISK_DATES, seed: int = 0) -> list[tuple[str, st
     from seqx.featurize.samples import read_samples
     from seqx.stage import atomic_write
 
-    folder = Path(tempfile.gettempdir()) / f"seqx-asterisk-dates-{seed}"
-    parts = asterisk_date_parts()
     if not (ASTERISK / "digits" / "day-0.wav").is_file():
         return []
+    folder = Path(tempfile.gettempdir()) / f"seqx-asterisk-dates-{seed}"
+    folder.mkdir(parents=True, exist_ok=True)
+    parts = asterisk_date_parts()
     rng = np.random.default_rng([seed, 2026])
     files = []
     for i in range(n):
@@ -223,7 +226,6 @@ def asterisk_dates(n: int = ASTERISK_DATES, seed: int = 0) -> list[tuple[str, st
         text = f"{said['day'][0]} {said['month'][0]} {said['date'][0]} at {said['hour'][0]} {said['minute'][0]}"
         path = folder / f"date-{i:03d}.wav"
         if not path.is_file():
-            folder.mkdir(parents=True, exist_ok=True)
             wave = np.concatenate([read_samples(ASTERISK / "digits" / f"{name}.wav", 16000) for name in names])
             with atomic_write(path) as tmp:  # a run cut short leaves no half file to be reused
                 sf.write(tmp, wave, 16000, subtype="PCM_16", format="WAV")
@@ -275,7 +277,8 @@ def other_speech() -> list[tuple[str, str]]:
 
 def human_out_of_grammar(hs: HumanSet, grammar: Grammar, recipe: Recipe) -> list[str]:
     """Real voices saying what `hs`'s grammar does not hold: the other sets' speech and other_speech()."""
-    others = [f for name, other in human_sets().items() if name != hs.name and not other.spliced for f in other.files if f[1]]
+    sets = [other for name, other in human_sets().items() if name != hs.name and not other.spliced]
+    others = [f for other in sets for f in other.files if f[1]]
     return [p for p, ref in others + other_speech() if not grammar.accepts(normalize_text(ref, recipe.tokenizer))]
 
 
