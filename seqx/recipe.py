@@ -493,6 +493,11 @@ class DecodeSettings(_Section):
     # edit distance over the longer's words) is rejected: the model heard something the grammar
     # cannot say. 1 = off; `auto`: chosen on valid together with reject_margin, stored in the bundle
     reject_distance: Annotated[float, Field(ge=0.0, le=1.0)] | Literal["auto"] = "auto"
+    # with a grammar: a free transcript this many words or fewer off the answer is never rejected
+    # by the distance check, whatever share of the command that is. A share alone turns away long
+    # commands a person says right: valid's synthetic commands are heard word for word, so the
+    # threshold chosen there can be below one word in six (docs/decoding.md "Rejection")
+    reject_distance_slack: int = Field(1, ge=0, le=100)
     # with a grammar: a result whose score is less than this above that of the best-ranked answer of
     # the n-best that is another command (another intent or slot value) is "not understood
     # (ambiguous)": a wrong command is usually a close second to the right one. 0 = off. It turns

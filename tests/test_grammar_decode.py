@@ -297,6 +297,40 @@ def test_an_answer_close_to_another_command_is_ambiguous() -> None:
                      "reject_nbest_margin": 0.4, "nbest": 2}, constrained=False).lead == 0.0  # fmt: skip
 
 
+def test_the_distance_check_lets_a_long_command_be_one_word_off() -> None:
+    """decode.reject_distance_slack: a free transcript that many words off is not enough to reject,
+    on a six-word command as on a two-word one; past the slack the share decides as before, and
+    the calibration sees the distance the check does."""
+    from seqx.decode.distance import checked_distance
+    from seqx.decode.reject import _pair
+    from seqx.decode.result import Hypothesis, Result, Rules, judge
+    from seqx.grammar.load import grammar_from_dict
+
+    grammar = grammar_from_dict({"intents": {"date": ["{day} {month} the {date} at {hour}"], "go": ["go {way}"]},
+                                 "slots": {"day": ["sunday", "monday"], "month": ["may", "june"],
+                                           "date": ["first", "second"], "hour": ["five", "six"],
+                                           "way": ["left", "right"]}})  # fmt: skip
+    answer, free = "sunday may the first at five", "sunday n may the first at five"
+
+    def decide(text: str, heard: str, slack: int, distance: float = 0.134) -> Result:
+        result = Result(path="x.wav", free_text=heard, ctc_gap=0.0)
+        rules = Rules(0.0, distance, 0.0, slack=slack)
+        judge(result, [Hypothesis([0], -0.1, 0.9)], lambda tokens: text, rules, grammar)
+        return result
+
+    strict, slack = decide(answer, free, 0), decide(answer, free, 1)
+    assert (strict.understood, strict.reason) == (False, "rejected") and strict.free_distance == pytest.approx(1 / 7)
+    assert slack.understood and slack.slots["hour"] == "five" and slack.free_distance == pytest.approx(1 / 7)
+    two_off = decide(answer, "sunday june the second at five", 1, distance=0.3)
+    assert two_off.reason == "rejected" and two_off.free_distance == pytest.approx(2 / 6)
+    assert decide("go left", "go right", 1, distance=0.3).understood  # the slack counts words, whatever the length
+    assert checked_distance("go right", "go left", 0) == 0.5 and checked_distance("", "", 1) == 0.0
+    assert _pair(Result(path="x", text=answer, understood=True, ctc_gap=0.2, free_text=free), 1) == (0.2, 0.0)
+    assert _pair(Result(path="x", text=answer, understood=True, ctc_gap=0.2, free_text=free), 0) == (0.2, 1 / 7)
+    assert Rules.of({"reject_margin": 0.3, "max_ctc_gap": 0.5, "reject_distance": 0.2, "min_confidence": 0.0,
+                     "reject_nbest_margin": 0.0, "nbest": 1}, constrained=True).slack == 0  # an older export
+
+
 def test_a_long_file_nothing_of_which_is_understood_says_why() -> None:
     """A long recording's verdict comes from its pieces: speech the checks turned away is
     "rejected", not "no speech"; only pieces with nothing in them make the file "no speech"."""

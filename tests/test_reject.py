@@ -42,7 +42,8 @@ def test_free_disagreement_rejects_out_of_grammar_and_keeps_a_command(trained: t
     train = read_manifest(recipe.data_dir / "train.jsonl")
     oog = [u for u in train if u.id.endswith("-oog")]
     commands = [u for u in train if u.text and not u.id.endswith("-oog")][:10]
-    rule = bundle.decode.model_copy(update={"reject_margin": 0.0, "reject_distance": 0.3})
+    # the share alone (no slack): a three-word string one word off is far enough
+    rule = bundle.decode.model_copy(update={"reject_margin": 0.0, "reject_distance": 0.3, "reject_distance_slack": 0})
     off = rule.model_copy(update={"reject_distance": 1.0})
     found = transcribe_files(bundle, [u.audio for u in oog], off)
     # the model learned to say what it heard: its free transcript is the out-of-grammar string
@@ -73,6 +74,30 @@ def test_thresholds_chosen_on_valid_only_and_stored(trained: tuple[Recipe, Bundl
         shutil.move(hidden, test_manifest)
     assert not (recipe.eval_dir / "negatives").exists()  # the test split's negatives were never made
     assert (again.margin, again.distance) == (config["reject"]["margin"], config["reject"]["distance"])
+
+
+def test_an_older_bundle_keeps_its_distance_rule_until_chosen_again(trained: tuple[Recipe, Bundle]) -> None:
+    """A bundle whose thresholds were chosen before decode.reject_distance_slack decodes with the
+    share alone (slack 0); choosing its thresholds again (bench/human.py --recalibrate) chooses them
+    for the recipe's slack and stores it."""
+    import torch
+
+    from seqx.decode.bundle import load_bundle
+    from seqx.report import Collect
+    from seqx.train.stage import choose_reject_thresholds
+
+    recipe, bundle = trained
+    path = recipe.bundle_dir / "config.json"
+    config = json.loads(path.read_text())
+    assert config["decode"]["reject_distance_slack"] == recipe.decode.reject_distance_slack == 1
+    del config["decode"]["reject_distance_slack"]
+    path.write_text(json.dumps(config))
+    assert load_bundle(recipe.bundle_dir).decode.reject_distance_slack == 0
+    choose_reject_thresholds(recipe, bundle.grammar, Collect(), torch.device("cpu"))
+    again = json.loads(path.read_text())
+    assert again["decode"]["reject_distance_slack"] == 1
+    assert load_bundle(recipe.bundle_dir).decode.reject_distance_slack == 1
+    assert again["reject"] == {**config["reject"]}  # the same model, the same rule: the same choice
 
 
 def test_choose_pair_uses_both_checks() -> None:

@@ -233,7 +233,8 @@ def _load_bundle(folder: Path, device: str | torch.device) -> Bundle:
         cmvn=Cmvn.from_dict(config["cmvn"]),
         tokenizer=Tokenizer(folder / TOKENIZER, TokenizerSettings.model_validate(config["tokenizer"])),
         extractor=FeatureExtractor(features, int(config["sample_rate"])),
-        decode=DecodeSettings.model_validate(config["decode"]),
+        # a bundle from before the distance slack keeps the rule its thresholds were chosen under
+        decode=DecodeSettings.model_validate({"reject_distance_slack": 0, **config["decode"]}),
         folder=folder,
         grammar=Grammar.from_dict(config["grammar"]) if config.get("grammar") else None,
         heads=heads,

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 
 from seqx.data.manifest import read_manifest
 from seqx.decode.bundle import Bundle
-from seqx.decode.distance import word_distance  # noqa: F401 (re-exported for bench/)
+from seqx.decode.distance import checked_distance, word_distance  # noqa: F401 (word_distance: re-exported for bench/)
 from seqx.decode.negatives import Negative, build_negatives
 from seqx.decode.transcribe import Constraint, Result, transcribe_files
 from seqx.grammar.model import Grammar
@@ -128,7 +128,7 @@ def calibrate(recipe: Recipe, bundle: Bundle, grammar: Grammar, reporter: Report
     constraint = Constraint.of_grammar(bundle, grammar, settings)  # with the heads' vote when decoding has it
     paths = [u.audio for u in utts] + [n.audio for n in negatives]
     results = transcribe_files(bundle, paths, settings, reporter=reporter, constraint=constraint)
-    pairs = [_pair(r) for r in results]
+    pairs = [_pair(r, bundle.decode.reject_distance_slack) for r in results]
     commands = [p for u, p in zip(utts, pairs) if u.text]
     # a valid utterance with nothing said is a negative too
     negative = [p for u, p in zip(utts, pairs) if not u.text] + pairs[len(utts) :]
@@ -137,9 +137,11 @@ def calibrate(recipe: Recipe, bundle: Bundle, grammar: Grammar, reporter: Report
     return Calibration(round(margin, 4), len(commands), len(negative), fr, fa, round(distance, 4))
 
 
-def _pair(result: Result) -> tuple[float, float] | None:
-    """(CTC gap, free distance) of a result decoded with the checks off; None when it was not
-    understood anyway (no speech, no answer, cut off). A missing distance counts as agreement."""
+def _pair(result: Result, slack: int) -> tuple[float, float] | None:
+    """(CTC gap, free distance as the check sees it) of a result decoded with the checks off; None
+    when it was not understood anyway (no speech, no answer, cut off). A missing free transcript
+    counts as agreement."""
     if not result.understood or result.ctc_gap is None:
         return None
-    return result.ctc_gap, result.free_distance if result.free_distance is not None else 0.0
+    heard = result.heard_free
+    return result.ctc_gap, checked_distance(heard, result.text, slack) if heard is not None else 0.0

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from seqx.decode.distance import word_distance
+from seqx.decode.distance import checked_distance, word_distance
 from seqx.featurize.span import speech_span
 
 if TYPE_CHECKING:
@@ -86,6 +86,12 @@ class Result:
     command_lead: float | None = None
 
     @property
+    def heard_free(self) -> str | None:
+        """What the model heard when it could say anything (the free beam's best, else the CTC head's
+        best path): the free side of the distance check."""
+        return self.free_text if self.free_text is not None else self.ctc_text
+
+    @property
     def rtf(self) -> float:
         """Real-time factor: seconds of compute per second of audio (lower is faster)."""
         return self.decode_seconds / self.duration if self.duration else 0.0
@@ -141,6 +147,7 @@ class Rules:
     min_confidence: float
     lead: float = 0.0  # with a grammar: an answer less than this above another command: ambiguous (0 = off)
     keep: int = 0  # n-best entries a result reports (decode.nbest; the search may hold more for `lead`); 0 = all
+    slack: int = 0  # words of difference the distance check always lets through
 
     @classmethod
     def of(cls, decode: Any, constrained: bool) -> Rules:
@@ -153,6 +160,7 @@ class Rules:
             float(get("min_confidence")),
             float(lead or 0.0) if constrained else 0.0,
             int(get("nbest") or 0),
+            int(get("reject_distance_slack") or 0),  # None: an export config from before the setting
         )
 
     def search_nbest(self, beam: int, rescore: bool) -> int:
@@ -371,9 +379,10 @@ def judge(
     made_up = rules.margin > 0 and result.ctc_gap is not None and result.ctc_gap > rules.margin
     if grammar is not None:
         # what the model hears when it may say anything, against what the grammar made of it
-        heard = result.free_text if result.free_text is not None else result.ctc_text
-        result.free_distance = word_distance(heard, result.text) if heard is not None else None
-        made_up |= result.free_distance is not None and result.free_distance > rules.distance
+        heard = result.heard_free
+        if heard is not None:
+            result.free_distance = word_distance(heard, result.text)
+            made_up |= checked_distance(heard, result.text, rules.slack) > rules.distance
     ambiguous = False
     if grammar is not None and rules.lead > 0 and result.text:
         result.command_lead = command_lead(hyps, texts, grammar)

@@ -48,8 +48,12 @@ def choose_reject_thresholds(recipe: Recipe, grammar: Grammar, reporter: Reporte
     from seqx.decode.reject import calibrate
 
     bundle = load_bundle(recipe.bundle_dir, device=device)
+    # the thresholds are chosen for the recipe's distance slack, and the bundle keeps that rule (an
+    # older bundle chosen again moves to it)
+    slack = {"reject_distance_slack": recipe.decode.reject_distance_slack}
+    bundle.decode = bundle.decode.model_copy(update=slack)
     found = calibrate(recipe, bundle, grammar, reporter)
-    chosen = {"reject_margin": found.margin}
+    chosen = {"reject_margin": found.margin, **slack}
     if recipe.decode.reject_distance == "auto":
         chosen["reject_distance"] = found.distance
     update_config(recipe.bundle_dir, decode=bundle.decode.model_copy(update=chosen), reject=found.to_json())
