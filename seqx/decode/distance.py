@@ -27,6 +27,6 @@ def checked_distance(heard: str, answer: str, slack: int) -> float:
     Why: a share alone punishes long commands. Valid's synthetic commands are heard word for word,
     so the threshold chosen there is often below 1/6, and a person's six-word command whose free
     transcript is one word off ("sunday n november at four forty") is then turned away although
-    the grammar's answer is right (docs/benchmarks.md "What the distance check costs")."""
+    the grammar's answer is right (docs/benchmarks.md "One word off")."""
     edits, words = word_edits(heard, answer)
     return 0.0 if edits <= slack or not words else edits / words
