@@ -72,7 +72,7 @@ from seqx.decode.metrics import pool, utterance_errors  # noqa: E402
 from seqx.grammar.jsgf import grammar_to_jsgf  # noqa: E402
 from seqx.grammar.load import grammar_from_dict, grammar_from_file  # noqa: E402
 from seqx.grammar.model import Grammar  # noqa: E402
-from seqx.recipe import DEFAULT_RECIPE, Recipe, load_recipe, recipe_from_dict  # noqa: E402
+from seqx.recipe import DEFAULT_RECIPE, DecodeSettings, Recipe, load_recipe, recipe_from_dict  # noqa: E402
 from seqx.tokenize.text import normalize_text  # noqa: E402
 
 PS_DATA = Path("/usr/share/pocketsphinx/test/data")
@@ -365,6 +365,14 @@ def score(refs: list[str], hyps: list[str]) -> dict[str, float]:
     return {"wer": scores.wer, "sentence_accuracy": scores.sentence_accuracy, "files": len(refs)}
 
 
+def decode_as_set(stored: DecodeSettings, recipe: Recipe, sets: list[str]) -> DecodeSettings:
+    """A bundle's stored decode settings with the decode.* keys --set names taken from the recipe:
+    without it a --set decode.X would change nothing on a bundle already trained (--skip-train).
+    `auto` keeps the bundle's choice (what training chose is what `auto` means)."""
+    named = [item.split("=", 1)[0].removeprefix("decode.") for item in sets if item.startswith("decode.")]
+    return stored.model_copy(update={k: getattr(recipe.decode, k) for k in named if getattr(recipe.decode, k) != "auto"})
+
+
 def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:
     from seqx.decode.transcribe import Constraint, transcribe_files
     from seqx.decode.bundle import load_bundle
@@ -394,6 +402,7 @@ def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:
         choose_reject_thresholds(recipe, grammar, said, torch.device("cpu"))
         print(*said.infos, sep="\n", file=sys.stderr)
     bundle = load_bundle(recipe.bundle_dir)
+    bundle.decode = decode_as_set(bundle.decode, recipe, args.set)
     systems: dict[str, list[str]] = {}
     set_grammar = hs.load_grammar()
     # the out-of-grammar sentences training chose the thresholds with (made then; reused, not remade)

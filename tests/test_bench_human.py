@@ -92,3 +92,14 @@ def _args(tmp_path: Path, *sets: str):  # noqa: ANN202
     import argparse
 
     return argparse.Namespace(set=list(sets), kind="speech_embedding", exp_dir=tmp_path, size=0, epochs=0)
+
+
+def test_a_decode_set_reaches_a_bundle_already_trained(tmp_path: Path) -> None:
+    """--skip-train decodes with the bundle's stored settings; a decode.* --set overrides them (a
+    number does, `auto` keeps what training chose), and nothing else changes."""
+    sets = ["decode.reject_nbest_margin=0.3", "decode.reject_distance=auto", "train.epochs=3"]
+    recipe = human.set_recipe(human.DEFAULT_RECIPE, human.human_sets()["alsa"], _args(tmp_path, *sets))
+    stored = human.DecodeSettings(reject_margin=0.2, reject_distance=0.15, reject_nbest_margin=0.0)
+    decode = human.decode_as_set(stored, recipe, sets)
+    assert (decode.reject_nbest_margin, decode.reject_margin, decode.reject_distance) == (0.3, 0.2, 0.15)
+    assert decode.model_copy(update={"reject_nbest_margin": 0.0}) == stored
