@@ -16,17 +16,22 @@ def word_edits(a: str, b: str) -> tuple[int, int]:
 
 def word_distance(a: str, b: str) -> float:
     """Word edit distance between two sentences over the longer one's words (0 same .. 1 nothing shared)."""
-    edits, words = word_edits(a, b)
-    return edits / words if words else 0.0
+    return distances(a, b, 0)[0]
 
 
 def checked_distance(heard: str, answer: str, slack: int) -> float:
-    """The distance the `reject_distance` check compares with its threshold: the word distance, but
-    0 when the two differ by `slack` words or fewer.
+    """The distance the `reject_distance` check compares with its threshold (`distances`)."""
+    return distances(heard, answer, slack)[1]
 
-    Why: a share alone punishes long commands. Valid's synthetic commands are heard word for word,
-    so the threshold chosen there is often below 1/6, and a person's six-word command whose free
-    transcript is one word off ("sunday n november at four forty") is then turned away although
-    the grammar's answer is right (docs/benchmarks.md "One word off")."""
+
+def distances(heard: str, answer: str, slack: int) -> tuple[float, float]:
+    """(word distance, the distance the `reject_distance` check compares with its threshold: the
+    word distance, but 0 when the two differ by `slack` words or fewer), from one edit count.
+
+    Why the slack: a share alone punishes long commands. Valid's synthetic commands are heard word
+    for word, so the threshold chosen there is often below 1/6, and a person's six-word command
+    whose free transcript is one word off ("sunday n november at four forty") is then turned away
+    although the grammar's answer is right (docs/benchmarks.md "One word off")."""
     edits, words = word_edits(heard, answer)
-    return 0.0 if edits <= slack or not words else edits / words
+    share = edits / words if words else 0.0
+    return share, 0.0 if edits <= slack else share

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from seqx.decode.distance import checked_distance, word_distance
+from seqx.decode.distance import distances
 from seqx.featurize.span import speech_span
 
 if TYPE_CHECKING:
@@ -381,8 +381,8 @@ def judge(
         # what the model hears when it may say anything, against what the grammar made of it
         heard = result.heard_free
         if heard is not None:
-            result.free_distance = word_distance(heard, result.text)
-            made_up |= checked_distance(heard, result.text, rules.slack) > rules.distance
+            result.free_distance, checked = distances(heard, result.text, rules.slack)
+            made_up |= checked > rules.distance
     ambiguous = False
     if grammar is not None and rules.lead > 0 and result.text:
         result.command_lead = command_lead(hyps, texts, grammar)

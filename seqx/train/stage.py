@@ -50,10 +50,9 @@ def choose_reject_thresholds(recipe: Recipe, grammar: Grammar, reporter: Reporte
     bundle = load_bundle(recipe.bundle_dir, device=device)
     # the thresholds are chosen for the recipe's distance slack, and the bundle keeps that rule (an
     # older bundle chosen again moves to it)
-    slack = {"reject_distance_slack": recipe.decode.reject_distance_slack}
-    bundle.decode = bundle.decode.model_copy(update=slack)
+    bundle.decode = bundle.decode.model_copy(update={"reject_distance_slack": recipe.decode.reject_distance_slack})
     found = calibrate(recipe, bundle, grammar, reporter)
-    chosen = {"reject_margin": found.margin, **slack}
+    chosen = {"reject_margin": found.margin}
     if recipe.decode.reject_distance == "auto":
         chosen["reject_distance"] = found.distance
     update_config(recipe.bundle_dir, decode=bundle.decode.model_copy(update=chosen), reject=found.to_json())
