@@ -25,10 +25,16 @@ system-deps:
 	  ldconfig -p | grep -q libportaudio.so || missing=1; \
 	  [ -z "$$missing" ] || ( $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(APT_PKGS) >/dev/null )
 
+# torch's CUDA build and its libraries are about 5.5 GB installed: no pip cache beside them (its copy
+# of the downloaded wheels would be 3 GB more; a CI run ran out of disk with one), and a clear line
+# when the disk cannot hold even the venv
+VENV_FREE_GB = 6
 $(VENV)/.installed: pyproject.toml Makefile
+	@free=$$(df -Pk . | awk 'NR==2 {print int($$4 / 1048576)}'); [ -x $(PY) ] || [ "$$free" -ge $(VENV_FREE_GB) ] || \
+	  { echo "make: $(VENV) needs about $(VENV_FREE_GB) GB free on $$(df -P . | awk 'NR==2 {print $$6}'), $$free GB are" >&2; exit 1; }
 	[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[train,dev,voices,export]'
+	$(PY) -m pip install -q --no-cache-dir --upgrade pip
+	$(PY) -m pip install -q --no-cache-dir -e '.[train,dev,voices,export]'
 	touch $@
 
 demo: setup
