@@ -233,6 +233,12 @@ class SynthSettings(_Section):
     # ("fourteen" over "forty one"), so each word of a slot is heard about as often (Grammar.
     # word_balanced_weights); valid and test stay uniform. 0 = uniform draws, the corpus as before
     word_balance: float = Field(0.0, ge=0.0, le=1.0)
+    # this share of train's utterances is said with pauses inside it: each gap between two words
+    # gets a comma with chance `pause_gaps`, which every engine says as a short pause. A person
+    # ordering six things stops to think between them; a voice engine never does. Train only; the
+    # transcript is unchanged. 0 = none, and every other draw of the corpus is the same either way
+    pause_share: float = Field(0.0, ge=0.0, le=1.0)
+    pause_gaps: float = Field(0.3, gt=0.0, le=1.0)
     # this share of train's commands again as out-of-grammar strings of the grammar's words
     # (shuffled, swapped, random) with their real transcripts: the free decoder learns to say what
     # it heard, not the nearest command, which is what rejection compares against. On top of the

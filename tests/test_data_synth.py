@@ -12,8 +12,8 @@ from conftest import ESPEAK_ONLY, REPO, enumerate_sentences
 
 from seqx.data.manifest import CLIPPED_SUFFIX, TIGHT_SUFFIX, read_manifest
 from seqx.data.noise import NOISE_KINDS, draw_noise, mix_at_snr
-from seqx.data.stage import run_data_stage
-from seqx.data.synth import OOG_SUFFIX, plan_corpus, render
+from seqx.data.stage import _key, run_data_stage
+from seqx.data.synth import OOG_SUFFIX, plan_corpus, render, with_pauses
 from seqx.data.voices import all_voices, distinct_voices
 from seqx.grammar import GrammarError, is_heldout, load_grammar
 from seqx.grammar.heldout import kept_words
@@ -88,6 +88,38 @@ def test_word_balance_changes_what_train_says_and_nothing_else() -> None:
     teens = {"thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"}
     count = lambda plans: sum(bool(teens & set(p.text.split())) for p in plans)  # noqa: E731
     assert count(b for _, b in train) > 1.5 * count(a for a, _ in train)
+
+
+def test_pauses_change_what_train_voices_say_and_nothing_else() -> None:
+    """data.synth.pause_share: a share of train's commands said with commas (pauses) between some
+    words, their transcripts unchanged; valid and test, and every other draw, as without it. The
+    engine says the commas: the same plan renders longer."""
+    recipe = load_recipe(REPO / "recipes/commands.yaml", ["data.size=600", "data.synth.pause_share=0", *ESPEAK_ONLY])
+    plans, _ = plan_corpus(recipe.data)
+    assert with_pauses(plans, recipe.data) == plans
+    on = recipe.data.model_copy(update={"synth": recipe.data.synth.model_copy(update={"pause_share": 0.5})})
+    paused = with_pauses(plans, on)
+    assert [p for p in paused if p.split != "train"] == [p for p in plans if p.split != "train"]
+    changed = [(a, b) for a, b in zip(plans, paused, strict=True) if a != b]
+    multi = [p for p in plans if p.split == "train" and len(p.text.split()) > 1 and not p.spoken]
+    assert 0.35 * len(multi) < len(changed) < 0.65 * len(multi)
+    for before, after in changed:
+        assert after == replace(before, spoken=after.spoken) and after.text == before.text
+        assert "," in after.spoken and after.spoken.replace(",", "").split() == before.text.split()
+    assert with_pauses(plans, on) == paused  # seeded
+    before, after = changed[0]
+    plain_audio, paused_audio = (render(replace(p, snr_db=None), 16000) for p in (before, after))
+    assert paused_audio.size > plain_audio.size + 0.1 * 16000
+
+
+def test_pauses_off_keep_the_corpus_key() -> None:
+    """A corpus made before pauses existed stays fresh: with pause_share 0 its gaps setting does
+    not count; with pauses on the corpus is another."""
+    off = ["data.synth.pause_share=0"]
+    recipe = load_recipe(REPO / "recipes/commands.yaml", off)
+    gaps = load_recipe(REPO / "recipes/commands.yaml", [*off, "data.synth.pause_gaps=0.9"])
+    paused = load_recipe(REPO / "recipes/commands.yaml", ["data.synth.pause_share=0.3"])
+    assert _key(recipe) == _key(gaps) != _key(paused)
 
 
 def test_out_of_grammar_share_leaves_the_rest_of_the_corpus_alone() -> None:

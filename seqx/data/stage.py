@@ -60,6 +60,8 @@ def _key(recipe: Recipe) -> str:
         del settings["synth"]["oog_other_share"]  # the same
     if not settings["synth"]["word_balance"]:
         del settings["synth"]["word_balance"]  # the same
+    if not settings["synth"]["pause_share"]:
+        del settings["synth"]["pause_share"], settings["synth"]["pause_gaps"]  # the same
     return fingerprint(STAGE_VERSION, settings, inputs)
 
 

@@ -335,6 +335,34 @@ def with_augmentation(plans: list[Plan], settings: DataSettings) -> list[Plan]:
     return [replace(p, augment=how) if p.split in settings_.splits else p for p in plans]
 
 
+PAUSE_STREAM = 11  # with_pauses' generator stream: apart from piper's scales (7) and the augmentations
+
+
+def with_pauses(plans: list[Plan], settings: DataSettings) -> list[Plan]:
+    """Train's plans, `pause_share` of them said with commas in some gaps between words.
+
+    Each plan draws from its own generator (the recipe's seed and its id), so turning pauses on
+    changes no other draw, and a plan keeps its transcript: only what the voice is given to say
+    (`spoken`) has the commas. Clipped copies (already `spoken`) and nothing-said plans are left
+    as they are.
+    """
+    synth = settings.synth
+    if synth.pause_share <= 0:
+        return plans
+    paused = []
+    for plan in plans:
+        words = plan.text.split()
+        if plan.split == "train" and len(words) > 1 and not plan.spoken:
+            rng = np.random.default_rng([settings.seed, PAUSE_STREAM, zlib.crc32(plan.id.encode())])
+            if rng.random() < synth.pause_share:
+                gaps = rng.random(len(words) - 1) < synth.pause_gaps
+                gaps[rng.integers(len(gaps))] = True  # at least one pause
+                said = "".join(w + (", " if g else " ") for w, g in zip(words, gaps)) + words[-1]
+                plan = replace(plan, spoken=said)
+        paused.append(plan)
+    return paused
+
+
 def render_order(plans: list[Plan]) -> list[Plan]:
     """The plans in the order to render them: piper's grouped by voice and setting, after the rest.
 
@@ -422,7 +450,8 @@ def corpus_plans(
     check_engines(voices)
     voices, dropped = distinct_voices(voices, workers)
     plans, heldout = plan_corpus(settings, voices)
-    return with_augmentation(with_piper_scales(plans, settings.synth), settings), heldout, voices, dropped
+    plans = with_augmentation(with_piper_scales(plans, settings.synth), settings)
+    return with_pauses(plans, settings), heldout, voices, dropped
 
 
 def synthesize(
