@@ -28,6 +28,7 @@ TINY_BASE = [
     "data.synth.heldout_command_share=0",
     "data.synth.noise_share=0",
     "data.synth.clipped_share=0",  # the full recipe's clipped copies: only where a test asks for them
+    "data.synth.pause_share=0",  # files said the same way every epoch: memorizing is the point (above)
     "data.synth.rate_wpm=[170, 170]",
     "features.n_mels=40",
     "features.specaugment=false",
