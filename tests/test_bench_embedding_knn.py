@@ -18,7 +18,7 @@ def test_dtw_forgives_timing_not_content() -> None:
     word = rng.normal(size=(12, 96))
     slower = np.repeat(word, 2, axis=0)  # the same frames, each held twice as long
     other = rng.normal(size=(12, 96))
-    assert dtw_distance(word, word) == 0.0
+    assert abs(dtw_distance(word, word)) < 1e-12  # rounding: 1 - cos(x, x) is -8e-17 on numpy 2.4
     assert dtw_distance(word, slower) < 1e-9  # a warp of the same sequence costs nothing
     assert dtw_distance(word, other) > 0.5  # unrelated frames: cosine distance near 1
     assert abs(dtw_distance(word, other) - dtw_distance(other, word)) < 1e-12
