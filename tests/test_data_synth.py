@@ -15,10 +15,10 @@ from seqx.data.noise import NOISE_KINDS, draw_noise, mix_at_snr
 from seqx.data.stage import _key, run_data_stage
 from seqx.data.synth import OOG_SUFFIX, plan_corpus, render, with_pauses
 from seqx.data.voices import all_voices, distinct_voices
-from seqx.grammar import GrammarError, is_heldout, load_grammar
-from seqx.grammar.heldout import kept_words
 from seqx.errors import SeqxError
 from seqx.featurize.span import speech_span
+from seqx.grammar import GrammarError, is_heldout, load_grammar
+from seqx.grammar.heldout import kept_words
 from seqx.recipe import Recipe, RecipeError, Voice, load_recipe
 from seqx.report import Collect
 from seqx.tokenize.text import number_words
@@ -86,7 +86,7 @@ def test_word_balance_changes_what_train_says_and_nothing_else() -> None:
     train = [(a, b) for a, b in zip(plain, balanced, strict=True) if a.split == "train" and a.text]
     assert all((a.voice, a.rate, a.snr_db) == (b.voice, b.rate, b.snr_db) for a, b in train)
     teens = {"thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"}
-    count = lambda plans: sum(bool(teens & set(p.text.split())) for p in plans)  # noqa: E731
+    count = lambda plans: sum(bool(teens & set(p.text.split())) for p in plans)
     assert count(b for _, b in train) > 1.5 * count(a for a, _ in train)
 
 
