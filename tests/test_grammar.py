@@ -285,7 +285,9 @@ def test_exported_default_grammar_is_the_recipe_language() -> None:
         ("public <a> = go <b>;\n<b> = x | <a>;", ":2: rule <a> is recursive (<a> -> <b> -> <a>)"),
         ("public <a> = go (x | y;", ":1: rule <a>: unbalanced brackets: ';' where ')' closes"),
         ("public <a> = go | ;", ":1: rule <a>: empty alternative"),
-        ("public <a> = go <b>*;\n<b> = x | y;", ":1: rule <a>: repetition '*' is not supported"),
+        ("public <a> = + go;", ":1: rule <a>: '+' repeats nothing"),
+        ("public <a> = <NULL>;", ":1: public rule <a> says nothing (only <NULL>)"),
+        ("public <a> = x <VOID> | <VOID>;", ":1: public rule <a> can never be said"),
         ("#JSGF V1.0;\ngrammar g;\n\npublic <a> = x\n<b> = y;", ":5: rule <a>: '=' inside a rule"),
         ("import <other.*>;", ":1: import is not supported"),
     ],
@@ -303,6 +305,35 @@ def test_jsgf_weights_tags_and_comments_are_ignored(tmp_path: Path) -> None:
     path.write_text("#JSGF V1.0;\n/* a\ncomment */ grammar w;\n// one more\n"
                     "public <go> = go ( /5/ left {L} | /1/ right ) [now];\n")
     assert enumerate_sentences(grammar_from_file(path)) == {"go left", "go right", "go left now", "go right now"}
+
+
+def test_jsgf_repetition_null_and_void(tmp_path: Path) -> None:
+    """`+`/`*` as PocketSphinx grammars use them, unrolled to REPEAT_MAX; <NULL> is an empty
+    alternative, <VOID> one that is never said."""
+    from seqx.grammar.jsgf import REPEAT_MAX
+
+    path = tmp_path / "pizza.jsgf"
+    path.write_text(
+        "#JSGF V1.0;\ngrammar pizza;\n"
+        "public <order> = (i want | <NULL>) <size> pizza [with <topping> (and <topping>)*];\n"
+        "public <dial> = dial <digit>+;\n"
+        "<size> = small | large;\n<topping> = cheese | ham | <VOID>;\n<digit> = one | two;\n"
+    )
+    grammar = grammar_from_file(path)
+    assert grammar.accepts("large pizza") and grammar.accepts("i want small pizza with ham")
+    assert grammar.accepts("small pizza with ham and cheese and ham")
+    assert not grammar.accepts("small pizza with") and not grammar.accepts("dial")
+    assert grammar.accepts("dial " + " ".join(["two"] * REPEAT_MAX))
+    assert not grammar.accepts("dial " + " ".join(["two"] * (REPEAT_MAX + 1)))
+    toppings = 1 + sum(2**n for n in range(1, REPEAT_MAX + 2))  # none, or 1 to REPEAT_MAX + 1 of 2
+    assert grammar.count() == 2 * 2 * toppings + sum(2**n for n in range(1, REPEAT_MAX + 1))
+    assert grammar.parse("dial one two two").slots == {"digit": "one", "digit_2": "two", "digit_3": "two"}
+    assert grammar.parse("large pizza with ham").slots == {"size": "large", "topping": "ham"}
+    # each repeat count is drawn as often as the others, not by how many sentences it has
+    rng = np.random.default_rng(0)
+    counts = [len(d.text.split()) - 1 for d in (grammar.sample(rng) for _ in range(2000)) if d.intent == "dial"]
+    assert {n: counts.count(n) for n in range(1, REPEAT_MAX + 1)}[1] > len(counts) / (2 * REPEAT_MAX)
+    assert enumerate_sentences(jsgf_to_grammar(grammar_to_jsgf(grammar))) == enumerate_sentences(grammar)
 
 
 def test_phrase_list(tmp_path: Path) -> None:

@@ -1,11 +1,14 @@
 """JSGF in and out: PocketSphinx users' grammars become seqx grammars, and back.
 
 Import covers what command grammars use: `public` rules (each becomes an intent),
-`<rule>` references, `[optional]`, `|`, `( )`; weights (`/2/`) and tags (`{...}`) are
-read and ignored. A private rule that is a plain list of word alternatives becomes a
-slot (so a parse names it: cards.gram gives `rank` and `suits`); other rules are put in
-place where they are used. A reference to a rule never defined, a recursive rule, `*`/`+`
-repetition (a command grammar is finite) and `import` are errors naming file and line.
+`<rule>` references, `[optional]`, `|`, `( )`, `<NULL>` (nothing said) and `<VOID>` (an
+alternative that can never be said); weights (`/2/`) and tags (`{...}`) are read and ignored.
+`*` and `+` repetition is unrolled to at most REPEAT_MAX times: a command grammar must be finite
+to be counted and sampled, and a spoken command repeats a part a few times, not forever (each
+count is drawn as often as the others, as any alternative is). A private rule that is a plain
+list of word alternatives becomes a slot (so a parse names it: cards.gram gives `rank` and
+`suits`); other rules are put in place where they are used. A reference to a rule never
+defined, a recursive rule and `import` are errors naming file and line.
 
 Export writes one rule per intent and per slot and a public `<command>` that is any of them.
 """
@@ -19,6 +22,8 @@ from seqx.grammar.errors import GrammarError
 from seqx.grammar.model import Grammar, Slot, SlotValue, Template
 from seqx.grammar.syntax import Alt, Expr, Opt, Seq, SlotRef, Word, render
 
+REPEAT_MAX = 5  # `x+`: x said 1 to 5 times; `x*`: 0 to 5
+
 _TOKEN = re.compile(r"<[^>]*>|/[^/]*/|\{[^}]*\}|\"[^\"]*\"|[()\[\]|;=*+]|[^\s()\[\]|;=*+<>/{}\"]+")
 
 
@@ -26,6 +31,17 @@ _TOKEN = re.compile(r"<[^>]*>|/[^/]*/|\{[^}]*\}|\"[^\"]*\"|[()\[\]|;=*+]|[^\s()\
 class _Ref:
     name: str
     line: int
+
+
+class _Null:
+    """`<NULL>`: matches saying nothing."""
+
+
+class _Void:
+    """`<VOID>`: matches nothing; an alternative holding it can never be said."""
+
+
+_NULL, _VOID = _Null(), _Void()
 
 
 @dataclass
@@ -128,7 +144,10 @@ class _Parser:
             if tok.startswith("{"):
                 continue  # a tag: ignored
             if tok in ("*", "+"):
-                raise self.error(f"repetition '{tok}' is not supported: a command grammar must be finite")
+                if not items:
+                    raise self.error(f"'{tok}' repeats nothing: put it after a word, a rule or a group")
+                items[-1] = _repeat(items[-1], optional=tok == "*")
+                continue
             if tok == "=":
                 raise self.error("'=' inside a rule: missing ';' before the next rule?")
             if tok == "(":
@@ -137,9 +156,7 @@ class _Parser:
                 items.append(Opt(self.alternatives("]")))
             elif tok.startswith("<"):
                 ref = tok[1:-1].strip()
-                if ref in ("NULL", "VOID"):
-                    raise self.error(f"<{ref}> is not supported")
-                items.append(_Ref(ref, line))
+                items.append({"NULL": _NULL, "VOID": _VOID}.get(ref) or _Ref(ref, line))
             else:
                 items.append(Word(tok.strip('"')))
         if not items:
@@ -147,11 +164,19 @@ class _Parser:
         return items[0] if len(items) == 1 else Seq(tuple(items))
 
 
+def _repeat(item: object, optional: bool) -> object:
+    """`item+` as "item, or item item, ... up to REPEAT_MAX times"; `item*` the same or nothing."""
+    times = Alt(tuple(item if n == 1 else Seq((item,) * n) for n in range(1, REPEAT_MAX + 1)))
+    return Opt(times) if optional else times
+
+
 def _word_list(body: object) -> list[tuple[str, ...]] | None:
     """The values of a rule that is only plain word alternatives, else None."""
     options = body.options if isinstance(body, Alt) else (body,)
     values = []
     for option in options:
+        if option is _VOID:  # never said: not a value
+            continue
         if isinstance(option, Word):
             values.append((option.text,))
         elif isinstance(option, Seq) and all(isinstance(i, Word) for i in option.items):
@@ -165,7 +190,7 @@ def _resolve(rules: dict[str, _Rule], source: str, name: str) -> Grammar:
     slots: dict[str, Slot] = {}
     done: dict[str, Expr] = {}
 
-    def expand(node: object, stack: tuple[str, ...]) -> Expr:
+    def expand(node: object, stack: tuple[str, ...]) -> Expr | _Void | None:
         if isinstance(node, _Ref):
             if node.name not in rules:
                 raise GrammarError(
@@ -183,13 +208,26 @@ def _resolve(rules: dict[str, _Rule], source: str, name: str) -> Grammar:
                 else:
                     done[node.name] = expand(target.body, (*stack, node.name))
             return done[node.name]
+        # None: says nothing (<NULL>); _VOID: can never be said
         if isinstance(node, Seq):
-            return Seq(tuple(expand(i, stack) for i in node.items))
+            items = [expand(i, stack) for i in node.items]
+            if any(i is _VOID for i in items):
+                return _VOID
+            items = [i for i in items if i is not None]
+            return None if not items else items[0] if len(items) == 1 else Seq(tuple(items))
         if isinstance(node, Alt):
-            return Alt(tuple(expand(o, stack) for o in node.options))
+            options = [o for o in (expand(o, stack) for o in node.options) if o is not _VOID]
+            said = [o for o in options if o is not None]
+            if not options:
+                return _VOID
+            body = None if not said else said[0] if len(said) == 1 else Alt(tuple(said))
+            return Opt(body) if body is not None and len(said) < len(options) else body
         if isinstance(node, Opt):
-            return Opt(expand(node.item, stack))
-        return node  # Word
+            item = expand(node.item, stack)
+            return None if item is None or item is _VOID else Opt(item)
+        if node is _NULL:
+            return None
+        return node  # Word or _VOID
 
     publics = [r for r in rules.values() if r.public]
     if not publics:
@@ -197,6 +235,11 @@ def _resolve(rules: dict[str, _Rule], source: str, name: str) -> Grammar:
     templates = []
     for rule in publics:
         expr = expand(rule.body, (rule.name,))
+        if expr is None or expr is _VOID:
+            problem = "says nothing (only <NULL>)"
+            if expr is _VOID:
+                problem = "can never be said (<VOID> in every alternative)"
+            raise GrammarError(f"{source}:{rule.line}: public rule <{rule.name}> {problem}")
         templates.append(Template(rule.name, render(expr), expr))
     for rule in rules.values():  # rules nobody uses are still checked
         if not rule.public and rule.name not in done:
