@@ -1,7 +1,8 @@
 """Real human recordings that Debian ships, against a seqx model trained on seqx's own voices only.
 
 Usage:
-    python bench/human.py [--sets cards,goforward,alsa,digits,asterisk-numbers,asterisk-dates,asterisk-phrases] [--kind speech_embedding|fbank|...]
+    python bench/human.py [--sets cards,goforward,alsa,digits,asterisk-numbers,asterisk-dates,asterisk-phrases,
+                          ktuberling] [--kind speech_embedding|fbank|...]
                           [--epochs N] [--size N] [--exp-dir /tmp/seqx-human] [--set KEY=VALUE]
                           [--slot-weights W,...] [--json]
 
@@ -38,6 +39,8 @@ Sets (files, reference transcripts):
   asterisk-phrases   the same voice's prompts of 3 to 8 words (vm-nomore.wav "no more messages", ...;
              transcripts from asterisk-core-sounds-en's core-sounds-en.txt.gz), a phrase list of
              every one of them: many words, one speaker, a telephone channel
+  ktuberling   ktuberling-data: KDE's stamp toy's English object names, one word a file (sounds/en/*.ogg,
+             named in en.soundtheme: "umbrella", "pineapple", "sunglasses", ...), a phrase list of 70 words
 
 Real voices out of the grammar: each grammar-constrained system also hears the other sets'
 recordings (not the spliced dates), pocketsphinx-testdata's five LibriVox sentences (read speech,
@@ -80,6 +83,11 @@ MAX_DIGITS = 7  # TIDIGITS' longest strings
 ALSA = Path("/usr/share/sounds/alsa")
 ASTERISK = Path("/usr/share/asterisk/sounds/en_US_f_Allison")
 ASTERISK_TRANSCRIPTS = Path("/usr/share/doc/asterisk-core-sounds-en/core-sounds-en.txt.gz")
+KTUBERLING = Path("/usr/share/ktuberling/sounds")
+# KTuberling's sound names that are not the word said: joined words, spellings; "ufo" is left out
+# (said as a word or as three letters: the name does not tell)
+KTUBERLING_WORDS = {"palmtree": "palm tree", "fallingstar": "falling star", "sphynx": "sphinx",
+                    "brocolli": "broccoli", "ufo": None}  # fmt: skip
 ASTERISK_NUMBERS = [*range(21), 30, 40, 50, 60, 70, 80, 90]  # the digits/N.wav files there are
 ASTERISK_PHRASE_WORDS = (3, 8)  # prompts this long: commands' length, not menus read out
 ASTERISK_DATES = 60  # spliced date-and-time sentences drawn for the asterisk-dates set
@@ -147,6 +155,7 @@ def human_sets() -> dict[str, HumanSet]:
             None, "pocketsphinx-testdata",
         ),  # fmt: skip
         **asterisk_sets(),
+        **desktop_sets(),
     }
 
 
@@ -259,6 +268,36 @@ def asterisk_sets() -> dict[str, HumanSet]:
             phrases,  # none when the transcripts are not installed: run_set names the package
             {"intents": {"prompt": sorted({text for _, text in phrases})}},
             None, "asterisk-core-sounds-en",
+        ),  # fmt: skip
+    }
+
+
+def ktuberling_words() -> list[tuple[str, str]]:
+    """(ogg path, word) of KTuberling's English object names ("ball", "umbrella", "pineapple", ...): its
+    en.soundtheme maps each name to a file; a scene's prefix ("pizzeria_olive") is not said."""
+    theme = KTUBERLING / "en.soundtheme"
+    if not theme.is_file():
+        return []
+    words = []
+    for name, file in re.findall(r'<sound\s+name="([^"]+)"\s+file="([^"]+)"', theme.read_text()):
+        word = name.split("_", 1)[-1].lower()
+        word = KTUBERLING_WORDS.get(word, word)
+        if word:
+            words.append((str(KTUBERLING / file), word))
+    return sorted(words)
+
+
+def desktop_sets() -> dict[str, HumanSet]:
+    """Another person, from a Linux desktop's own packages: the English words of KTuberling, KDE's
+    stamp toy (70 object names said one at a time, a phrase list; "ufo" left out). (The freedesktop sound theme's
+    channel names are alsa-utils' recordings again, resampled: not another voice.)"""
+    words = ktuberling_words()
+    return {
+        "ktuberling": HumanSet(
+            "ktuberling",
+            words,  # none when ktuberling-data is not installed: run_set names the package
+            {"intents": {"thing": sorted({w for _, w in words})}},
+            None, "ktuberling-data",
         ),  # fmt: skip
     }
 

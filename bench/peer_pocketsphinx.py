@@ -80,6 +80,8 @@ def run_pocketsphinx(decoder, paths: list[str]) -> tuple[list[str], float]:  # n
     for path in paths:
         start = time.perf_counter()
         audio, rate = sf.read(path, dtype="float32")
+        if audio.ndim > 1:  # stereo (KTuberling's words): interleaved samples are not 16 kHz speech
+            audio = audio.mean(axis=1)
         if rate != 16000:
             audio = soxr.resample(audio, rate, 16000)
         pcm = (audio.clip(-1, 1) * 32767).astype("int16").tobytes()

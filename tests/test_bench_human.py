@@ -16,7 +16,7 @@ human = pytest.importorskip("human")
 def test_sets_cover_their_references(tmp_path: Path) -> None:
     sets = human.human_sets()
     if not all(Path(p).is_file() for s in sets.values() for p, _ in s.files):
-        pytest.skip("pocketsphinx-testdata / alsa-utils / asterisk-core-sounds-en recordings not installed")
+        pytest.skip("recordings not installed: make system-deps")
     cards = sets["cards"]
     assert [r for _, r in cards.files] == [
         "ten of clubs", "four queen of clubs", "seven of clubs", "five five",
@@ -45,6 +45,11 @@ def test_sets_cover_their_references(tmp_path: Path) -> None:
     joined = sum(sf.info(human.ASTERISK / "digits" / f"{n}.wav").duration for n in names)
     assert abs(sf.info(path).duration - joined) < 0.01 and sf.info(path).samplerate == 16000
     assert human.asterisk_dates() == dates.files  # seeded: the same sentences every time
+    # a desktop's own recordings: KTuberling's object names
+    things = {Path(p).stem: r for p, r in sets["ktuberling"].files}
+    assert len(things) == 70 and sets["ktuberling"].load_grammar().count() == 70
+    assert things["umbrella"] == "umbrella" and things["pizzeria_broccolli"] == "broccoli"
+    assert things["egypt_palmtree"] == "palm tree" and "moon_ufo" not in things  # a name the file may spell out
     recipe = human.set_recipe(human.DEFAULT_RECIPE, sets["alsa"], _args(tmp_path))
     assert recipe.data.synth.grammar is not None and not recipe.data.synth.templates
     # the recipe's own voices (all four engines, flite only in test), overridable with --set
@@ -66,7 +71,7 @@ def test_real_voices_out_of_each_grammar(tmp_path: Path) -> None:
     recordings, none of whose transcripts its grammar accepts, and never its own files."""
     sets = human.human_sets()
     if not all(Path(p).is_file() for s in sets.values() for p, _ in s.files):
-        pytest.skip("pocketsphinx-testdata / alsa-utils / asterisk-core-sounds-en recordings not installed")
+        pytest.skip("recordings not installed: make system-deps")
     other = human.other_speech()
     assert len(other) == 6 and other[0][1] == "go somewhere and do something"
     assert other[1][1].startswith("and mister john dashwood")
@@ -80,10 +85,10 @@ def test_real_voices_out_of_each_grammar(tmp_path: Path) -> None:
         refs = {p: r for x in sets.values() for p, r in x.files} | dict(other)
         assert not any(grammar.accepts(refs[p]) for p in people), name
     # alsa's 8 speech files, goforward, the digits, the 6 others and Asterisk's phrases are out of the
-    # cards grammar, and so are Asterisk's numbers said alone (a card has a suit); Noise.wav says nothing.
-    # The spliced dates are no one's people out of the grammar
+    # cards grammar, and so are Asterisk's numbers said alone (a card has a suit) and KTuberling's words;
+    # Noise.wav says nothing. The spliced dates are no one's people out of the grammar
     cards_people = human.human_out_of_grammar(sets["cards"], sets["cards"].load_grammar(), recipe)
-    assert len(cards_people) == 8 + 1 + 1 + 6 + 140 + 28
+    assert len(cards_people) == 8 + 1 + 1 + 6 + 140 + 28 + 70
     # the digits speaker is a person saying numbers, as TIDIGITS names the file
     assert sets["digits"].load_grammar().parse("two nine three four zero").slots["digit_5"] == "zero"
 
