@@ -504,6 +504,10 @@ class DecodeSettings(_Section):
     # commands a person says right: valid's synthetic commands are heard word for word, so the
     # threshold chosen there can be below one word in six (docs/decoding.md "Rejection")
     reject_distance_slack: int = Field(1, ge=0, le=100)
+    # with a grammar: the CTC gap forgives tokens the CTC head hears between the answer's words (a
+    # person's breath, "um" or an added "of"); a word missing or changed still counts. Synthetic
+    # voices never add a sound, so valid's threshold turns such people away (docs/decoding.md)
+    gap_forgives_insertions: bool = False
     # with a grammar: a result whose score is less than this above that of the best-ranked answer of
     # the n-best that is another command (another intent or slot value) is "not understood
     # (ambiguous)": a wrong command is usually a close second to the right one. 0 = off. It turns

@@ -486,6 +486,21 @@ def test_negatives_are_not_understood_by_either(trained: tuple[Recipe, Bundle, P
     assert any(r.reason == "rejected" and not r.understood for r in onnx_results[1:]), verdicts
 
 
+def test_the_forgiving_gap_is_decided_alike(trained: tuple[Recipe, Bundle, Path]) -> None:
+    """decode.gap_forgives_insertions on: the export measures and judges the gap as the bundle does,
+    and no gap is larger than without it."""
+    recipe, bundle, onnx_dir = trained
+    exported = load_exported(onnx_dir, threads=1)
+    paths = _split_audio(recipe, "test") + _split_audio(recipe, "valid")
+    forgiving = bundle.decode.model_copy(update={"gap_forgives_insertions": True})
+    expected = transcribe_files(bundle, paths, forgiving)
+    _same_results(runtime_transcribe(exported, paths, {**settings_for(exported), "gap_forgives_insertions": True}),
+                  expected, "forgiving gap")  # fmt: skip
+    strict = transcribe_files(bundle, paths, bundle.decode)
+    pairs = [(f.ctc_gap, s.ctc_gap) for f, s in zip(expected, strict) if f.ctc_gap is not None and s.ctc_gap is not None]
+    assert pairs and all(f <= s + 1e-6 for f, s in pairs)
+
+
 def test_cli_export_then_transcribe_prints_the_torch_text(trained: tuple[Recipe, Bundle, Path], tmp_path: Path) -> None:
     from typer.testing import CliRunner
 

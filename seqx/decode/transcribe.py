@@ -52,6 +52,8 @@ from seqx.grammar.model import Grammar
 from seqx.grammar.tokens import TokenAutomaton
 from seqx.recipe import DecodeSettings
 from seqx.report import Collect, Reporter
+from seqx.runtime.ctc import ctc_gaps as runtime_ctc_gaps
+from seqx.runtime.ctc import forgiven, word_starts
 
 __all__ = [  # the result half is re-exported: callers import it from here as before
     "AUDIO_SUFFIXES", "Constraint", "Hypothesis", "Result", "Searched", "expand_inputs", "heard_speech",
@@ -117,7 +119,14 @@ def search_checked(
         free_gaps = joint_gaps(best, free, mem_lens.tolist(), settings.length_penalty)
         if ctc is None:
             return Searched(nbests, [None] * B, free, free_gaps, [[] for _ in range(B)])
-        gaps = ctc_gaps_from(ctc, mem_lens, [h[0].tokens if h else [] for h in nbests], bundle.dims.blank_id)
+        answers = [h[0].tokens if h else [] for h in nbests]
+        if automaton is not None and settings.gap_forgives_insertions:
+            starts = word_starts(bundle.tokenizer.id_to_piece, ctc.shape[-1])
+            agree = forgiven([h.tokens if h else None for h in best], [h.tokens if h else None for h in free])
+            gaps = torch.from_numpy(runtime_ctc_gaps(ctc.cpu().numpy(), mem_lens.cpu().numpy(), answers,
+                                                     bundle.dims.blank_id, starts, agree))  # fmt: skip
+        else:
+            gaps = ctc_gaps_from(ctc, mem_lens, answers, bundle.dims.blank_id)
         best_paths = ctc_best_paths(ctc.cpu().numpy(), mem_lens.cpu().numpy(), bundle.dims.blank_id)
     gaps_or_none = [g if h else None for g, h in zip(gaps.tolist(), nbests, strict=True)]
     return Searched(nbests, gaps_or_none, free, free_gaps, best_paths)

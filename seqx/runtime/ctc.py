@@ -5,6 +5,7 @@ operations, so that tests/test_runtime.py can hold the two paths to the same tra
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -111,9 +112,87 @@ def ctc_nll(logp: np.ndarray, length: int, target: list[int], blank: int) -> flo
     return float(-total)
 
 
-def ctc_gaps(logp: np.ndarray, mem_lens: np.ndarray, transcripts: list[list[int]], blank: int) -> np.ndarray:
-    """(B,) the CTC gap per utterance: (nll(transcript) + log p(best path)) / frames."""
+WILD = -1  # the label of a stretch of any tokens between two words (ctc_viterbi_between_words)
+
+
+def word_starts(id_to_piece: Callable[[int], str], vocab_size: int) -> np.ndarray:
+    """(V,) True for the pieces that begin a word (sentencepiece's "▁")."""
+    return np.array([id_to_piece(i).startswith("▁") for i in range(vocab_size)], bool)
+
+
+def ctc_viterbi_between_words(
+    logp: np.ndarray, length: int, target: list[int], blank: int, starts: np.ndarray
+) -> float:
+    """-log p of the CTC head's best alignment of `target` where, between two of its words, it may
+    also hear any tokens: a person's breath, "um" or added word costs the answer nothing, a word
+    missing or changed does. Each gap between words gets an optional stretch of WILD frames (each
+    the frame's best non-blank token), blanks among them, which the answer may also skip. The best
+    alignment, not the sum over them: the best path itself is the one alignment whose every frame
+    is the frame's best, so the distance to it is 0 exactly when it is the target with tokens
+    added between words."""
+    if length == 0:
+        return float("inf")
+    ext = [blank]
+    for i, token in enumerate(target):
+        if i > 0 and starts[token]:
+            ext += [WILD, blank]
+        ext += [token, blank]
+    S = len(ext)
+    ext_a = np.asarray(ext)
+    label = ext_a != blank
+    skip = np.zeros(S, bool)  # over the blank before a label, unless it repeats the label two back
+    skip[2:] = label[2:] & label[:-2] & (ext_a[2:] != ext_a[:-2])
+    # past a WILD stretch not taken: from the blank (three back) or the word's last token (four back)
+    skip3 = np.zeros(S, bool)
+    skip4 = np.zeros(S, bool)
+    skip3[3:] = label[3:] & (ext_a[1:-2] == WILD)
+    skip4[4:] = skip3[4:] & (ext_a[4:] != ext_a[:-4])
+    wild_again = ext_a[:-1] == WILD  # back into the stretch from the blank after it: words of several pieces
+    lp = logp[:length].astype(np.float64)
+    nonblank = lp.copy()
+    nonblank[:, blank] = NEG_INF
+    emit = np.where(ext_a == WILD, nonblank.max(axis=1)[:, None], lp[:, np.where(ext_a == WILD, blank, ext_a)])
+    alpha = np.full(S, NEG_INF, np.float64)
+    alpha[0] = emit[0, 0]
+    if S > 1:
+        alpha[1] = emit[0, 1]
+    for t in range(1, length):
+        prev = alpha.copy()
+        prev[1:] = np.maximum(prev[1:], alpha[:-1])
+        for back, allowed in ((2, skip), (3, skip3), (4, skip4)):
+            moved = np.full(S, NEG_INF)
+            moved[back:] = alpha[:-back]
+            prev = np.maximum(prev, np.where(allowed, moved, NEG_INF))
+        prev[:-1] = np.maximum(prev[:-1], np.where(wild_again, alpha[1:], NEG_INF))
+        alpha = prev + emit[t]
+    total = max(alpha[-1], alpha[-2]) if S > 1 else alpha[-1]
+    return float(-total)
+
+
+def ctc_gaps(
+    logp: np.ndarray,
+    mem_lens: np.ndarray,
+    transcripts: list[list[int]],
+    blank: int,
+    starts: np.ndarray | None = None,
+    forgive: list[bool] | None = None,
+) -> np.ndarray:
+    """(B,) the CTC gap per utterance: (nll(transcript) + log p(best path)) / frames. For the
+    utterances `forgive` marks, tokens heard between the transcript's words are forgiven: the
+    smaller of that and the gap to its best alignment with them (ctc_viterbi_between_words;
+    `starts`: word_starts)."""
     pad = pad_mask(mem_lens, logp.shape[1])
     best = np.where(pad, 0.0, logp.max(axis=-1)).sum(axis=1)  # (B,)
     nll = np.array([ctc_nll(logp[b], int(mem_lens[b]), t, blank) for b, t in enumerate(transcripts)])
+    if starts is not None and forgive is not None:
+        for b, t in enumerate(transcripts):
+            if forgive[b]:  # never larger than the gap of the plain sum
+                nll[b] = min(nll[b], ctc_viterbi_between_words(logp[b], int(mem_lens[b]), t, blank, starts))
     return (nll + best) / np.maximum(mem_lens, 1)
+
+
+def forgiven(best: list[list[int] | None], free: list[list[int] | None]) -> list[bool]:
+    """Which answers the gap forgives added tokens (decode.gap_forgives_insertions): those the free
+    beam heard token for token. Where the model, free to say anything, said another sentence, the
+    CTC head's extra tokens may be words the grammar cannot say, and count."""
+    return [b is not None and f is not None and list(b) == list(f) for b, f in zip(best, free, strict=True)]

@@ -17,7 +17,7 @@ from seqx.decode.result import (
 from seqx.decode.slot_rescore import HeadLayout, Rescorer, rerank_all
 from seqx.errors import AudioError, SeqxError
 from seqx.featurize.samples import read_samples
-from seqx.runtime.ctc import ctc_gaps
+from seqx.runtime.ctc import ctc_gaps, forgiven, word_starts
 from seqx.runtime.model import ExportedModel
 from seqx.runtime.search import decode_batch
 
@@ -26,13 +26,13 @@ SETTINGS = (
     "beam", "nbest", "ctc_weight", "free_ctc_weight", "length_penalty", "max_len_ratio", "max_len", "batch_size",
     "max_segment_s", "min_confidence", "max_ctc_gap", "silence_dbfs", "grammar", "reject_margin", "free_beam",
     "reject_distance", "vad_threshold", "slot_weight", "speech_margin_s", "views", "reject_nbest_margin",
-    "reject_distance_slack",
+    "reject_distance_slack", "gap_forgives_insertions",
 )  # fmt: skip
 # an export's config from before a setting existed
 DEFAULTS = {"grammar": "recipe", "free_ctc_weight": None, "reject_margin": "auto", "free_beam": 0,
             "reject_distance": "auto", "vad_threshold": 0.0, "max_segment_s": 20.0, "slot_weight": 0.0,
             "speech_margin_s": 0.5, "views": 1, "reject_nbest_margin": 0.0,
-            "reject_distance_slack": 0}
+            "reject_distance_slack": 0, "gap_forgives_insertions": False}
 
 
 def settings_for(model: ExportedModel, **options: Any) -> dict[str, Any]:
@@ -102,7 +102,11 @@ def search_checked(model: ExportedModel, feats: list[np.ndarray], settings: dict
         free_gaps = joint_gaps(best, free, mem_lens.tolist(), settings["length_penalty"])
         if not dims["ctc"]:
             return Searched(nbests, [None] * B, free, free_gaps, [[] for _ in range(B)])
-        gaps = ctc_gaps(ctc, mem_lens, [h[0].tokens if h else [] for h in nbests], dims["blank_id"])
+        starts = agree = None
+        if mask is not None and settings["gap_forgives_insertions"]:
+            starts = word_starts(model.sp.id_to_piece, ctc.shape[-1])
+            agree = forgiven([h.tokens if h else None for h in best], [h.tokens if h else None for h in free])
+        gaps = ctc_gaps(ctc, mem_lens, [h[0].tokens if h else [] for h in nbests], dims["blank_id"], starts, agree)
     gaps_or_none = [float(g) if h else None for g, h in zip(gaps, nbests, strict=True)]
     return Searched(nbests, gaps_or_none, free, free_gaps, ctc_best_paths(ctc, mem_lens, dims["blank_id"]))
 
