@@ -74,6 +74,16 @@ def test_thresholds_chosen_on_valid_only_and_stored(trained: tuple[Recipe, Bundl
         shutil.move(hidden, test_manifest)
     assert not (recipe.eval_dir / "negatives").exists()  # the test split's negatives were never made
     assert (again.margin, again.distance) == (config["reject"]["margin"], config["reject"]["distance"])
+    # a bundle that forgives sounds between words has its thresholds chosen under the usual gap:
+    # valid's synthetic voices add none, so the rule would only move the margin for the negatives
+    import copy
+
+    chosen = []
+    for forgive in (True, False):
+        twin = copy.copy(bundle)
+        twin.decode = bundle.decode.model_copy(update={"gap_forgives_insertions": forgive})
+        chosen.append(calibrate(recipe, twin, bundle.grammar))
+    assert chosen[0] == chosen[1]
 
 
 def test_an_older_bundle_keeps_its_distance_rule_until_chosen_again(trained: tuple[Recipe, Bundle]) -> None:
