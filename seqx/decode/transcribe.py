@@ -120,14 +120,14 @@ def search_checked(
         if ctc is None:
             return Searched(nbests, [None] * B, free, free_gaps, [[] for _ in range(B)])
         answers = [h[0].tokens if h else [] for h in nbests]
+        ctc_host, lens_host = ctc.cpu().numpy(), mem_lens.cpu().numpy()  # one copy off the device, for both below
         if automaton is not None and settings.gap_forgives_insertions:
             starts = word_starts(bundle.tokenizer.id_to_piece, ctc.shape[-1])
             agree = forgiven([h.tokens if h else None for h in best], [h.tokens if h else None for h in free])
-            gaps = torch.from_numpy(runtime_ctc_gaps(ctc.cpu().numpy(), mem_lens.cpu().numpy(), answers,
-                                                     bundle.dims.blank_id, starts, agree))  # fmt: skip
+            gaps = runtime_ctc_gaps(ctc_host, lens_host, answers, bundle.dims.blank_id, starts, agree)
         else:
             gaps = ctc_gaps_from(ctc, mem_lens, answers, bundle.dims.blank_id)
-        best_paths = ctc_best_paths(ctc.cpu().numpy(), mem_lens.cpu().numpy(), bundle.dims.blank_id)
+        best_paths = ctc_best_paths(ctc_host, lens_host, bundle.dims.blank_id)
     gaps_or_none = [g if h else None for g, h in zip(gaps.tolist(), nbests, strict=True)]
     return Searched(nbests, gaps_or_none, free, free_gaps, best_paths)
 

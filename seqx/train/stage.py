@@ -48,8 +48,9 @@ def choose_reject_thresholds(recipe: Recipe, grammar: Grammar, reporter: Reporte
     from seqx.decode.reject import calibrate
 
     bundle = load_bundle(recipe.bundle_dir, device=device)
-    # the thresholds are chosen for the recipe's distance slack and gap rule, and the bundle keeps
-    # them (an older bundle chosen again moves to them)
+    # the thresholds are chosen for the recipe's distance slack, and the bundle keeps that rule and the
+    # recipe's gap rule (an older bundle chosen again moves to them; calibrate itself measures the
+    # usual gap either way)
     bundle.decode = bundle.decode.model_copy(update={
         "reject_distance_slack": recipe.decode.reject_distance_slack,
         "gap_forgives_insertions": recipe.decode.gap_forgives_insertions})  # fmt: skip
