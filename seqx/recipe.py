@@ -127,6 +127,12 @@ class QuantizeAugment(_Augmentation):
     mu_law_share: Share = 0.5  # of quantized utterances: 8-bit mu-law (telephony); the rest 8-bit linear
 
 
+class LengthenAugment(_Augmentation):
+    # the end of each stretch of speech before a pause said slower: its duration times factor
+    factor: tuple[Annotated[float, Field(ge=1.0, le=3.0)], Annotated[float, Field(ge=1.0, le=3.0)]] = (1.2, 1.8)
+    tail: tuple[Annotated[float, Field(gt=0.0, le=1.0)], Annotated[float, Field(gt=0.0, le=1.0)]] = (0.25, 0.4)
+
+
 class BabbleAugment(_Augmentation):
     snr_db: Range = (15.0, 25.0)  # speech over babble
     talkers: tuple[Annotated[int, Field(ge=1, le=10)], Annotated[int, Field(ge=1, le=10)]] = (2, 4)
@@ -150,6 +156,7 @@ class AugmentSettings(_Section):
     eq: EqAugment = Field(default_factory=EqAugment)
     clip: ClipAugment = Field(default_factory=ClipAugment)
     quantize: QuantizeAugment = Field(default_factory=QuantizeAugment)
+    lengthen: LengthenAugment = Field(default_factory=LengthenAugment)
 
     @property
     def any_on(self) -> bool:

@@ -57,6 +57,28 @@ def test_pitch_shift_keeps_duration_and_moves_f0() -> None:
     assert f0_out / f0_in == pytest.approx(2 ** (3 / 12), rel=0.08)
 
 
+def test_lengthen_slows_the_end_of_each_stretch_before_a_pause() -> None:
+    import librosa
+
+    speech = _speech()
+    pause = np.zeros(int(0.3 * SR), dtype=np.float32)
+    two = np.concatenate([speech, pause, speech])  # a command said with a pause in the middle
+    out = augment.lengthen(two, 1.5, 0.3, SR)
+    first, last = speech_span(speech, SR)
+    spoken = last - first
+    # each stretch's last 30% takes 1.5 times as long: 15% of each is added (less a 10 ms fade each)
+    assert (out.size - two.size) / (2 * 0.15 * spoken) == pytest.approx(1.0, rel=0.25)
+    head = first + spoken // 2
+    np.testing.assert_array_equal(out[:head], two[:head])  # the start is as it was said
+    assert np.abs(out[-int(0.05 * SR) :]).max() < 1e-3  # the trailing quiet stays quiet
+    quiet = np.convolve(np.abs(out) < 1e-4, np.ones(int(0.25 * SR)), mode="valid")
+    assert quiet.max() == int(0.25 * SR)  # and the pause is still a pause
+    f0_in = np.median(librosa.yin(two, fmin=60, fmax=400, sr=SR))
+    f0_out = np.median(librosa.yin(out, fmin=60, fmax=400, sr=SR))
+    assert f0_out / f0_in == pytest.approx(1.0, rel=0.06)  # slower, not lower
+    assert augment.lengthen(two, 1.0, 0.3, SR) is two
+
+
 def test_vocal_tract_warp_moves_the_spectrum_the_right_way() -> None:
     speech = _speech()
 

@@ -33,7 +33,8 @@ from scipy import signal
 from seqx.recipe import AugmentSettings, Voice
 
 # the fixed index of each augmentation's generator stream: append, never reorder
-NAMES = ("speed", "pitch", "warp", "reverb", "babble", "telephone", "eq", "clip", "quantize")
+NAMES = ("speed", "pitch", "warp", "reverb", "babble", "telephone", "eq", "clip", "quantize", "lengthen")
+BANK_STREAM = 9  # the babble bank's sentence choice: len(NAMES) when it had nine, kept so banks stay as they were
 STREAM = 8  # the corpus's generator streams: 2 plans, 3 copies, 4 sentences, 7 piper scales, 8 augmentation
 MU = 255  # mu-law's mu for 8 bits (G.711)
 TELEPHONE_RATE = 8000
@@ -73,6 +74,7 @@ class Drawn:
     eq: tuple[tuple[float, float, float], ...] | None = None  # (centre Hz, gain dB, Q) per band
     clip: tuple[float, bool] | None = None  # drive dB, soft
     quantize: bool | None = None  # True: 8-bit mu-law, False: 8-bit linear
+    lengthen: tuple[float, float] | None = None  # factor on the duration, share of each stretch's end
 
     @property
     def active(self) -> list[str]:
@@ -122,6 +124,7 @@ _DRAW = {
     ),
     "clip": lambda c, rng, _: (float(rng.uniform(*c.drive_db)), bool(rng.random() < c.soft_share)),
     "quantize": lambda c, rng, _: bool(rng.random() < c.mu_law_share),
+    "lengthen": lambda c, rng, _: (float(rng.uniform(*c.factor)), float(rng.uniform(*c.tail))),
 }
 
 
@@ -177,6 +180,45 @@ def warp(speech: np.ndarray, alpha: float, sample_rate: int, boundary_hz: float 
     phase = np.angle(spec[nearest][:, :1]) + np.cumsum(2 * np.pi * out_hz * hop / sample_rate, axis=1)
     _, out = signal.istft(magnitude * np.exp(1j * phase), sample_rate, nperseg=n_fft, noverlap=n_fft - hop)
     return _fit(out, speech.size)
+
+
+LENGTHEN_GAP_S = 0.1  # silence this long ends a stretch of speech (a pause, a comma, the end)
+LENGTHEN_FLOOR_DB = 30.0  # 10 ms frames this far below the loudest are silence
+LENGTHEN_FADE_S = 0.01  # crossfade into the slowed end, so the join does not click
+
+
+def lengthen(speech: np.ndarray, factor: float, tail: float, sample_rate: int) -> np.ndarray:
+    """The end of each stretch of speech said slower: its last `tail` share takes `factor` times as long.
+
+    People lengthen the syllable before a pause or at the end of a command (phrase-final
+    lengthening), far more than voice engines do. A model that learned "a long last syllable
+    is -teen" from engines hears a person's slow "fifty" as "fifteen" (docs/benchmarks.md
+    "Longer ends before a pause"). A phase vocoder slows the end, pitch kept.
+    """
+    import librosa  # late: 1-2 s to import, and only augmented corpora need it
+
+    frame = int(0.01 * sample_rate)
+    n = speech.size // frame
+    if n == 0 or factor <= 1.0:
+        return speech
+    energy = 10 * np.log10(np.square(speech[: n * frame].reshape(n, frame), dtype=np.float64).mean(1) + 1e-12)
+    loud = np.flatnonzero(energy > energy.max() - LENGTHEN_FLOOR_DB)
+    breaks = np.flatnonzero(np.diff(loud) > LENGTHEN_GAP_S * 100)  # frame gaps that are pauses
+    starts, ends = np.r_[loud[0], loud[breaks + 1]], np.r_[loud[breaks] + 1, loud[-1] + 1]
+    fade = int(LENGTHEN_FADE_S * sample_rate)
+    pieces, done = [], 0
+    for start, end in zip(starts * frame, ends * frame):
+        cut = end - int(tail * (end - start))
+        if end - cut < 4 * frame or cut - done < fade:  # too short to slow, or no room to fade in
+            continue
+        slow = librosa.effects.time_stretch(speech[cut:end], rate=1.0 / factor, n_fft=512, hop_length=128)
+        head = speech[done:cut].copy()
+        ramp = np.linspace(0.0, 1.0, fade, dtype=np.float32)
+        head[-fade:] = head[-fade:] * (1 - ramp) + slow[:fade] * ramp
+        pieces += [head, slow[fade:]]
+        done = end
+    pieces.append(speech[done:])
+    return np.concatenate(pieces).astype(np.float32)
 
 
 # ------------------------------------------------------------------------------ the room
@@ -308,6 +350,8 @@ def apply_speaker(speech: np.ndarray, drawn: Drawn, sample_rate: int) -> np.ndar
         speech = pitch_shift(speech, drawn.pitch, sample_rate)
     if drawn.warp is not None:
         speech = warp(speech, drawn.warp, sample_rate)
+    if drawn.lengthen is not None:
+        speech = lengthen(speech, *drawn.lengthen, sample_rate)
     return speech
 
 

@@ -49,6 +49,8 @@ def _key(recipe: Recipe) -> str:
     settings = recipe.data.model_dump(mode="json", exclude={"workers"})
     if not recipe.data.synth.augment.any_on:
         del settings["synth"]["augment"]  # all off: a corpus made before augmentation existed is still fresh
+    elif not recipe.data.synth.augment.lengthen.share:
+        del settings["synth"]["augment"]["lengthen"]  # added later: augmented corpora made before it stay fresh
     if not settings["synth"]["oog_share"]:
         del settings["synth"]["oog_share"]  # added later: corpora made without it stay fresh
     other_share = settings["synth"]["oog_other_share"]

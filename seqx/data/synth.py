@@ -325,7 +325,7 @@ def with_augmentation(plans: list[Plan], settings: DataSettings) -> list[Plan]:
     talkers: tuple[augment.Talker, ...] = ()
     if settings_.babble.share > 0:
         sources = [p for p in plans if p.split == "train" and p.text and not p.spoken and not p.clip_start]
-        rng = np.random.default_rng([settings.seed, augment.STREAM, len(augment.NAMES)])
+        rng = np.random.default_rng([settings.seed, augment.STREAM, augment.BANK_STREAM])
         picked = rng.choice(len(sources), size=min(settings_.babble.bank, len(sources)), replace=False)
         talkers = tuple(
             augment.Talker(sources[k].text, sources[k].voice, sources[k].rate, sources[k].pitch, sources[k].amplitude)
