@@ -22,7 +22,9 @@ from seqx.recipe import AugmentSettings, Voice, load_recipe
 from seqx.report import Collect
 
 SR = 16000
-SMALL = ["data.size=40", "data.synth.valid_voices=2", "data.synth.test_voices=2", *ESPEAK_ONLY]
+# augmentation off, whatever the recipe turns on by default (lengthen): each test turns on its own
+SMALL = ["data.size=40", "data.synth.valid_voices=2", "data.synth.test_voices=2", *ESPEAK_ONLY,
+         "data.synth.augment.lengthen.share=0"]  # fmt: skip
 ALL_ON = [f"data.synth.augment.{name}.share=1" for name in augment.NAMES] + ["data.synth.augment.babble.bank=3"]
 
 
@@ -206,6 +208,11 @@ def test_same_seed_same_audio_and_off_is_the_old_corpus() -> None:
     assert _key(plain) == _key(load_recipe(REPO / "recipes/commands.yaml",
                                            [*SMALL, "data.synth.augment.speed.factor=[0.8,1.2]"]))
     assert _key(plain) != _key(recipe)
+    # lengthen, added later, off: a corpus made with the others on before it existed is still fresh
+    reverb = [*SMALL, "data.synth.augment.reverb.share=0.5"]
+    assert _key(load_recipe(REPO / "recipes/commands.yaml", reverb)) == _key(
+        load_recipe(REPO / "recipes/commands.yaml", [*reverb, "data.synth.augment.lengthen.factor=[1.1,1.3]"])
+    )
 
 
 def test_tiny_corpus_renders_with_everything_on(tmp_path: Path) -> None:

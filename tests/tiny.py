@@ -29,6 +29,7 @@ TINY_BASE = [
     "data.synth.noise_share=0",
     "data.synth.clipped_share=0",  # the full recipe's clipped copies: only where a test asks for them
     "data.synth.pause_share=0",  # files said the same way every epoch: memorizing is the point (above)
+    "data.synth.augment.lengthen.share=0",  # the same
     "data.synth.rate_wpm=[170, 170]",
     "features.n_mels=40",
     "features.specaugment=false",
