@@ -30,6 +30,7 @@ import numpy as np
 import soxr
 from scipy import signal
 
+from seqx.featurize.span import loud_frames
 from seqx.recipe import AugmentSettings, Voice
 
 # the fixed index of each augmentation's generator stream: append, never reorder
@@ -183,7 +184,7 @@ def warp(speech: np.ndarray, alpha: float, sample_rate: int, boundary_hz: float 
 
 
 LENGTHEN_GAP_S = 0.1  # silence this long ends a stretch of speech (a pause, a comma, the end)
-LENGTHEN_FLOOR_DB = 30.0  # 10 ms frames this far below the loudest are silence
+LENGTHEN_FLOOR_DB = 30.0  # 10 ms frames more than this below the loudest are silence
 LENGTHEN_FADE_S = 0.01  # crossfade into the slowed end, so the join does not click
 
 
@@ -197,15 +198,13 @@ def lengthen(speech: np.ndarray, factor: float, tail: float, sample_rate: int) -
     """
     import librosa  # late: 1-2 s to import, and only augmented corpora need it
 
-    frame = int(0.01 * sample_rate)
-    n = speech.size // frame
-    if n == 0 or factor <= 1.0:
+    loud, frame = loud_frames(speech, sample_rate, LENGTHEN_FLOOR_DB)
+    if loud.size == 0 or factor <= 1.0:
         return speech
-    energy = 10 * np.log10(np.square(speech[: n * frame].reshape(n, frame), dtype=np.float64).mean(1) + 1e-12)
-    loud = np.flatnonzero(energy > energy.max() - LENGTHEN_FLOOR_DB)
-    breaks = np.flatnonzero(np.diff(loud) > LENGTHEN_GAP_S * 100)  # frame gaps that are pauses
+    breaks = np.flatnonzero(np.diff(loud) > LENGTHEN_GAP_S * sample_rate / frame)  # frame gaps that are pauses
     starts, ends = np.r_[loud[0], loud[breaks + 1]], np.r_[loud[breaks] + 1, loud[-1] + 1]
     fade = int(LENGTHEN_FADE_S * sample_rate)
+    ramp = np.linspace(0.0, 1.0, fade, dtype=np.float32)
     pieces, done = [], 0
     for start, end in zip(starts * frame, ends * frame):
         cut = end - int(tail * (end - start))
@@ -213,7 +212,6 @@ def lengthen(speech: np.ndarray, factor: float, tail: float, sample_rate: int) -
             continue
         slow = librosa.effects.time_stretch(speech[cut:end], rate=1.0 / factor, n_fft=512, hop_length=128)
         head = speech[done:cut].copy()
-        ramp = np.linspace(0.0, 1.0, fade, dtype=np.float32)
         head[-fade:] = head[-fade:] * (1 - ramp) + slow[:fade] * ramp
         pieces += [head, slow[fade:]]
         done = end
