@@ -393,6 +393,10 @@ class TokenizerSettings(_Section):
     lowercase: bool = True
     punctuation: Literal["strip", "keep"] = "strip"
     numbers: Literal["keep", "words"] = "words"  # "words": 15 -> fifteen, as a speaker says it
+    # a word BPE would spell with one piece twice in a row ("e g g s", "p i z z a") becomes one piece:
+    # CTC needs a blank frame between two equal labels, and at 80 ms a frame a doubled letter is
+    # said within one or two (seqx/tokenize/tokenizer.py `merge_repeated_pieces`)
+    merge_repeats: bool = False
 
 
 # ------------------------------------------------------------------------- model

@@ -51,6 +51,8 @@ CASES = [
     ("tokenizer__vocab_size", 64, {"tokenize"}),
     ("tokenizer__kind", "unigram", {"tokenize"}),
     ("tokenizer__lowercase", False, {"featurize", "tokenize"}),
+    ("tokenizer__merge_repeats", True, {"tokenize"}),
+    ("tokenizer__merge_repeats", False, set()),  # the default: tokenizers from before the setting stay fresh
     ("model__d_model", 128, {"train"}),
     ("train__lr", 0.0005, {"train"}),
     ("train__lr_floor", 0.0, {"train"}),

@@ -92,6 +92,30 @@ def test_too_large_vocab_gets_the_largest_that_works(tmp_path: Path, commands: l
     assert exact.encode("open the terminal") == shrunk.encode("open the terminal")
 
 
+def test_merge_repeats_spells_no_word_with_a_piece_twice_in_a_row(tmp_path: Path, commands: list[str]) -> None:
+    """CTC needs a blank between two equal labels: `merge_repeats` makes such a word one piece.
+
+    The commands grammar spells "battery" b a t t e r y at 128 pieces, and these added words
+    (rare, so BPE never merges their doubled letters) each with a piece twice in a row."""
+    texts = commands + ["pizza with eggs and coffee", "grass and jazz"]
+    plain = train_tokenizer(texts, tmp_path / "plain", TokenizerSettings(vocab_size=128))
+    merged = train_tokenizer(texts, tmp_path / "merged", TokenizerSettings(vocab_size=128, merge_repeats=True))
+    words = sorted({w for t in texts for w in normalize_text(t, merged.settings).split()})
+
+    def repeating(tok: Tokenizer) -> list[str]:
+        return [w for w in words if any(a == b for a, b in zip(tok.pieces(w), tok.pieces(w)[1:]))]
+
+    assert {"battery", "pizza", "eggs", "coffee", "grass", "jazz"} <= set(repeating(plain))
+    assert repeating(merged) == []
+    assert merged.pieces("pizza") == ["\u2581pizza"] and merged.vocab_size == 128
+    # every other word is spelled as before, and every text still round-trips
+    others = [w for w in words if w not in repeating(plain)]
+    assert sum(merged.pieces(w) == plain.pieces(w) for w in others) >= 0.9 * len(others)
+    for text in texts + ["the eggs are in the grass"]:
+        assert merged.decode(merged.encode(text)) == normalize_text(text, merged.settings)
+    assert Tokenizer.load(tmp_path / "merged").settings.merge_repeats
+
+
 def test_stage_says_when_the_vocabulary_shrank(tmp_path: Path, commands: list[str]) -> None:
     from seqx.report import Collect
 

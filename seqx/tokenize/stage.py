@@ -32,7 +32,11 @@ class TokenizeReport:
 def tokenize_stage_key(recipe: Recipe, words: list[str] | None = None) -> str:
     """The tokenizer depends on its settings, the training transcripts and the grammar's words."""
     words = grammar_words(recipe) if words is None else words
-    return fingerprint(recipe.tokenizer, signature_in(recipe.data_dir / "train.jsonl", recipe.root), words)
+    # `merge_repeats` came later: off, a tokenizer trained before it stays fresh
+    settings = recipe.tokenizer.model_dump(
+        mode="json", exclude=set() if recipe.tokenizer.merge_repeats else {"merge_repeats"}
+    )
+    return fingerprint(settings, signature_in(recipe.data_dir / "train.jsonl", recipe.root), words)
 
 
 def run_tokenize_stage(recipe: Recipe, reporter: Reporter | None = None, force: bool = False) -> TokenizeReport:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import io
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from itertools import pairwise
 from pathlib import Path
 
 import sentencepiece as spm
@@ -89,10 +90,10 @@ def train_tokenizer(texts: Iterable[str], out_dir: str | Path, settings: Tokeniz
     if not lines:
         raise SeqxError(f"{out_dir}: no non-empty training transcripts to train a tokenizer on")
     try:
-        model = _train_sentencepiece(lines, settings)
+        model = _train_pieces(lines, settings)
     except _TooManyPieces as err:
         settings = settings.model_copy(update={"vocab_size": err.largest})
-        model = _train_sentencepiece(lines, settings)
+        model = _train_pieces(lines, settings)
     with atomic_write(out_dir / MODEL_NAME) as tmp:
         tmp.write_bytes(model)
     fault_point("tokenize")
@@ -106,7 +107,47 @@ class _TooManyPieces(Exception):
         self.largest = largest
 
 
-def _train_sentencepiece(lines: list[str], settings: TokenizerSettings) -> bytes:
+MERGE_ROUNDS = 4  # each round's new whole words change the merges; two rounds settled every grammar tried
+
+
+def _train_pieces(lines: list[str], settings: TokenizerSettings) -> bytes:
+    """The sentencepiece model, with `merge_repeats` applied when the settings ask for it."""
+    model = _train_sentencepiece(lines, settings)
+    if not settings.merge_repeats or settings.kind == "char":  # characters repeat by design
+        return model
+    return merge_repeated_pieces(lines, settings, model)
+
+
+def merge_repeated_pieces(lines: list[str], settings: TokenizerSettings, model: bytes) -> bytes:
+    """Train again with every word that would be spelled with a piece twice in a row as one piece.
+
+    CTC can emit the same label twice only with a blank between, so "g ra s s" needs three
+    frames for its last sound; at the speech embedding's 80 ms a frame a person's "grass" often
+    has two, and the CTC head then hears "g ra s" or nothing it can align (the grammar's answer
+    rejected, docs/benchmarks.md). BPE merges by frequency, so a rare word keeps its doubled
+    letters apart. A whole word as a user-defined piece ("▁eggs") leaves every other word's
+    spelling as BPE made it, where a piece for the pair ("gg") would cut "bedroom" into "bedr oo m".
+    """
+    words = sorted({w for line in lines for w in line.split()})
+    merged: set[str] = set()
+    for _ in range(MERGE_ROUNDS):
+        sp = spm.SentencePieceProcessor(model_proto=model)
+        repeats = {w for w in words if _repeats(sp.encode(w, out_type=str))} - merged
+        if not repeats:
+            break
+        try:
+            model = _train_sentencepiece(lines, settings, whole_words=sorted(merged | repeats))
+        except (SeqxError, _TooManyPieces):  # no room for more whole words in vocab_size: keep the last model
+            break
+        merged |= repeats
+    return model
+
+
+def _repeats(pieces: list[str]) -> bool:
+    return any(a == b for a, b in pairwise(pieces))
+
+
+def _train_sentencepiece(lines: list[str], settings: TokenizerSettings, whole_words: Sequence[str] = ()) -> bytes:
     model = io.BytesIO()
     try:
         spm.SentencePieceTrainer.train(
@@ -123,7 +164,7 @@ def _train_sentencepiece(lines: list[str], settings: TokenizerSettings) -> bytes
             unk_piece=UNK,
             bos_piece=BOS,
             eos_piece=EOS,
-            user_defined_symbols=[BLANK],
+            user_defined_symbols=[BLANK, *("\u2581" + w for w in whole_words)],  # "▁word": only where a word starts
             hard_vocab_limit=settings.kind != "char",
             num_threads=1,  # deterministic, and the corpus is small
             minloglevel=2,
