@@ -114,6 +114,13 @@ def test_merge_repeats_spells_no_word_with_a_piece_twice_in_a_row(tmp_path: Path
     for text in texts + ["the eggs are in the grass"]:
         assert merged.decode(merged.encode(text)) == normalize_text(text, merged.settings)
     assert Tokenizer.load(tmp_path / "merged").settings.merge_repeats
+    # only the grammar's words are made whole when they are named: everyday English said around a
+    # small grammar must not take the merges that spell its own words
+    grammar = {w for c in commands for w in c.split()}
+    answers = train_tokenizer(texts, tmp_path / "answers", TokenizerSettings(vocab_size=128, merge_repeats=True),
+                              answers=grammar)  # fmt: skip
+    assert repeating(answers) == ["coffee", "eggs", "grass", "jazz", "pizza"]
+    assert answers.pieces("battery") == ["\u2581battery"]
 
 
 def test_stage_says_when_the_vocabulary_shrank(tmp_path: Path, commands: list[str]) -> None:

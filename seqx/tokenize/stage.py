@@ -59,7 +59,8 @@ def _run_tokenize_stage(recipe: Recipe, reporter: Reporter, force: bool) -> Toke
         except SeqxError as err:  # damaged since: train it again (the same text gives the same model)
             reporter.warn(f"{err}; training the tokenizer again")
     settings = resolved_settings(recipe, words)
-    tokenizer = train_tokenizer(texts + words, out_dir, settings)
+    # merge_repeats makes whole only the grammar's words (all of a manifest corpus's: it has no grammar)
+    tokenizer = train_tokenizer(texts + words, out_dir, settings, answers=words or None)
     wanted = settings.vocab_size
     if recipe.tokenizer.kind != "char" and tokenizer.vocab_size < wanted and recipe.tokenizer.vocab_size != "auto":
         reporter.warn(

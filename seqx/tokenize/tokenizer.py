@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from itertools import pairwise
 from pathlib import Path
 
@@ -75,8 +75,15 @@ class Tokenizer:
         return self.sp.id_to_piece(int(token))
 
 
-def train_tokenizer(texts: Iterable[str], out_dir: str | Path, settings: TokenizerSettings) -> Tokenizer:
+def train_tokenizer(
+    texts: Iterable[str], out_dir: str | Path, settings: TokenizerSettings, answers: Collection[str] | None = None
+) -> Tokenizer:
     """Train on normalized, non-empty texts; write bpe.model + tokenizer.json under out_dir.
+
+    `answers`: the words `merge_repeats` may make whole, the grammar's (None: every word of the
+    texts). Not the everyday English of out-of-grammar strings: on a grammar of a few words those
+    are most of the text, and twenty of them made whole would take the merges that spell the
+    grammar's own words (cards' "eight" as `▁ e i g h t`).
 
     `vocab_size` is the most pieces: a text too small to support that many (a grammar of a
     dozen words cannot fill the default 128) gets the largest size that works, and the
@@ -90,10 +97,10 @@ def train_tokenizer(texts: Iterable[str], out_dir: str | Path, settings: Tokeniz
     if not lines:
         raise SeqxError(f"{out_dir}: no non-empty training transcripts to train a tokenizer on")
     try:
-        model = _train_pieces(lines, settings)
+        model = _train_pieces(lines, settings, answers)
     except _TooManyPieces as err:
         settings = settings.model_copy(update={"vocab_size": err.largest})
-        model = _train_pieces(lines, settings)
+        model = _train_pieces(lines, settings, answers)
     with atomic_write(out_dir / MODEL_NAME) as tmp:
         tmp.write_bytes(model)
     fault_point("tokenize")
@@ -110,15 +117,17 @@ class _TooManyPieces(Exception):
 MERGE_ROUNDS = 4  # each round's new whole words change the merges; two rounds settled every grammar tried
 
 
-def _train_pieces(lines: list[str], settings: TokenizerSettings) -> bytes:
+def _train_pieces(lines: list[str], settings: TokenizerSettings, answers: Collection[str] | None) -> bytes:
     """The sentencepiece model, with `merge_repeats` applied when the settings ask for it."""
     model = _train_sentencepiece(lines, settings)
     if not settings.merge_repeats or settings.kind == "char":  # characters repeat by design
         return model
-    return merge_repeated_pieces(lines, settings, model)
+    return merge_repeated_pieces(lines, settings, model, answers)
 
 
-def merge_repeated_pieces(lines: list[str], settings: TokenizerSettings, model: bytes) -> bytes:
+def merge_repeated_pieces(
+    lines: list[str], settings: TokenizerSettings, model: bytes, answers: Collection[str] | None = None
+) -> bytes:
     """Train again with every word that would be spelled with a piece twice in a row as one piece.
 
     CTC can emit the same label twice only with a blank between, so "g ra s s" needs three
@@ -129,6 +138,9 @@ def merge_repeated_pieces(lines: list[str], settings: TokenizerSettings, model: 
     spelling as BPE made it, where a piece for the pair ("gg") would cut "bedroom" into "bedr oo m".
     """
     words = sorted({w for line in lines for w in line.split()})
+    if answers is not None:
+        answers = {normalize_text(a, settings) for a in answers}
+        words = [w for w in words if w in answers]
     merged: set[str] = set()
     for _ in range(MERGE_ROUNDS):
         sp = spm.SentencePieceProcessor(model_proto=model)
