@@ -114,7 +114,7 @@ class _TooManyPieces(Exception):
         self.largest = largest
 
 
-MERGE_ROUNDS = 4  # each round's new whole words change the merges; two rounds settled every grammar tried
+MERGE_ROUNDS = 4  # each round's new whole words change the merges; one round settled every grammar tried
 
 
 def _train_pieces(lines: list[str], settings: TokenizerSettings, answers: Collection[str] | None) -> bytes:
