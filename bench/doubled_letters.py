@@ -21,7 +21,6 @@ import json
 import subprocess
 import sys
 from dataclasses import replace
-from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -31,17 +30,17 @@ from tables import markdown_table  # bench/tables.py, beside this script
 from seqx.data.synth import corpus_plans, render
 from seqx.decode.bundle import load_bundle
 from seqx.grammar.load import load_grammar
-from seqx.recipe import load_recipe
+from seqx.grammar.model import Grammar
+from seqx.recipe import Recipe, load_recipe
+from seqx.tokenize.tokenizer import repeats_a_piece
 
 
 def doubled_words(bundle_dir: Path, vocabulary: list[str]) -> list[str]:
     tokenizer = load_bundle(bundle_dir).tokenizer
-    return [w for w in vocabulary if any(a == b for a, b in pairwise(tokenizer.pieces(w)))]
+    return [w for w in vocabulary if repeats_a_piece(tokenizer.pieces(w))]
 
 
-def render_files(recipe_path: str, exp_dir: Path, words: set[str], out: Path, draws: int) -> list[dict]:
-    recipe = load_recipe(recipe_path, [f"exp_dir={exp_dir}"]).for_device("cpu")
-    grammar = load_grammar(recipe)
+def render_files(recipe: Recipe, grammar: Grammar, words: set[str], out: Path, draws: int) -> list[dict]:
     rng = np.random.default_rng(0)
     parses = {p.text: p for p in (grammar.sample(rng) for _ in range(draws)) if words & set(p.text.split())}
     pool = [parses[t] for t in sorted(parses)]
@@ -90,11 +89,12 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=20000, help="grammar sentences drawn to find the words in")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    recipe = load_recipe(args.recipe, [f"exp_dir={args.exp}"])
-    words = doubled_words(args.model[0], load_grammar(recipe).vocabulary())
+    recipe = load_recipe(args.recipe, [f"exp_dir={args.exp}"]).for_device("cpu")  # the corpus the cpu profile made
+    grammar = load_grammar(recipe)
+    words = doubled_words(args.model[0], grammar.vocabulary())
     if not words:
         raise SystemExit(f"{args.model[0]}: its tokenizer spells no word of the grammar with a piece twice in a row")
-    refs = render_files(args.recipe, args.exp, set(words), args.out, args.sentences)
+    refs = render_files(recipe, grammar, set(words), args.out, args.sentences)
     scores = {str(m): score(m, refs, set(words)) for m in args.model}
     if args.json:
         print(json.dumps({"words": words, "files": len(refs), "models": scores}, indent=1))

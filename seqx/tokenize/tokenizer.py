@@ -144,7 +144,7 @@ def merge_repeated_pieces(
     merged: set[str] = set()
     for _ in range(MERGE_ROUNDS):
         sp = spm.SentencePieceProcessor(model_proto=model)
-        repeats = {w for w in words if _repeats(sp.encode(w, out_type=str))} - merged
+        repeats = {w for w in words if repeats_a_piece(sp.encode(w, out_type=str))} - merged
         if not repeats:
             break
         try:
@@ -155,7 +155,8 @@ def merge_repeated_pieces(
     return model
 
 
-def _repeats(pieces: list[str]) -> bool:
+def repeats_a_piece(pieces: list[str]) -> bool:
+    """A spelling with one piece twice in a row: what `merge_repeats` makes whole."""
     return any(a == b for a, b in pairwise(pieces))
 
 
