@@ -7,7 +7,8 @@ Usage:
 Each engine says the same commands one at a time, as a corpus worker does (`seqx data`
 runs `data.workers` of these at once): espeak-ng and flite a process per utterance;
 festival and piper keep their process (and its loaded voice) between utterances, and
-are also timed with a fresh process per utterance (`speak_once`), the cost that saves. The wall time of a shared machine is noisy; CPU time of the engine processes is
+are also timed with a fresh process per utterance (`speak_once`), the cost that saves;
+hibari runs inside this process (its CPU is this process's). The wall time of a shared machine is noisy; CPU time of the engine processes is
 reported beside it (a kept piper process's CPU is counted only once it ends).
 """
 
@@ -35,19 +36,21 @@ VOICES = {
     "festival (kal_diphone)": Voice(engine="festival", variant="kal_diphone"),
     "festival (cmu_us_slt_arctic_hts)": Voice(engine="festival", variant="cmu_us_slt_arctic_hts"),
     "piper (en_US-joe-medium)": Voice(engine="piper", language="en_US-joe-medium"),
+    "hibari (heart)": Voice(engine="hibari", language="en-us", variant="heart"),
 }
+IN_PROCESS = {"hibari"}  # a library, not a command: its CPU is this process's
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+def _children_cpu(who: int = resource.RUSAGE_CHILDREN) -> float:
+    usage = resource.getrusage(who)
     return usage.ru_utime + usage.ru_stime
 
 
-def _time(work) -> tuple[float, float, float]:
-    """(wall seconds, child CPU seconds, seconds of audio made)."""
-    cpu, start = _children_cpu(), time.perf_counter()
+def _time(work, who: int = resource.RUSAGE_CHILDREN) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds of the child processes (or of `who`), seconds of audio made)."""
+    cpu, start = _children_cpu(who), time.perf_counter()
     audio = work()
-    return time.perf_counter() - start, _children_cpu() - cpu, audio
+    return time.perf_counter() - start, _children_cpu(who) - cpu, audio
 
 
 def main() -> None:
@@ -66,14 +69,16 @@ def main() -> None:
         def one_each(voice: Voice = voice) -> float:
             return sum(s.size / r for s, r in (engines.speak(t, voice, engines.Delivery()) for t in texts))
 
-        wall, cpu, audio = _time(one_each)
+        inside = voice.engine in IN_PROCESS
+        wall, cpu, audio = _time(one_each, resource.RUSAGE_SELF if inside else resource.RUSAGE_CHILDREN)
         eng = engines.engine(voice.engine)
         kept = hasattr(eng, "speak_once")  # festival and piper keep their process between utterances
         if kept:  # a kept process's CPU is counted when it ends: warm-up and voice load included
             before = _children_cpu()
             eng.close()
             cpu = (_children_cpu() - before) * args.n / (args.n + 1)
-        rows.append({"engine": label, "mode": "kept process" if kept else "process per utterance",
+        mode = "in process" if inside else "kept process" if kept else "process per utterance"
+        rows.append({"engine": label, "mode": mode,
                      "utt_per_s": args.n / wall, "cpu_s_per_utt": cpu / args.n, "x_realtime": audio / wall})
         if kept:
             wall, cpu, audio = _time(

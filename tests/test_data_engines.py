@@ -1,6 +1,6 @@
 """The speech engines (seqx/data/engines.py): each one speaks, lists its voices, and fits the corpus.
 
-Real engines only: espeak-ng, flite and festival from Debian, piper from the `voices` extra. A test
+Real engines only: espeak-ng, flite and festival from Debian, piper and hibari from the `voices` extra. A test
 of an engine that is not installed is skipped and says what installs it.
 """
 
@@ -34,6 +34,7 @@ ONE_VOICE_EACH = {
     "flite": Voice(engine="flite", variant="slt"),
     "festival": Voice(engine="festival", variant="kal_diphone"),
     "piper": Voice(engine="piper", language=JOE),
+    "hibari": Voice(engine="hibari", language="en-us", variant="heart"),
 }
 
 
@@ -110,6 +111,30 @@ def test_piper_length_scale_changes_duration_and_a_kept_process_says_what_a_fres
     assert np.array_equal(again[1][0], short[0]) and np.array_equal(fresh[0], short[0])
 
 
+def test_hibari_says_the_same_samples_for_the_same_plan_and_follows_rate_and_pitch() -> None:
+    """Its noise is seeded by the text and delivery (a corpus renders again byte for byte), its
+    speed follows the recipe's rate and its pitch the recipe's pitch, and only the voices inside
+    the wheel are offered: hibari would download the others."""
+    _need("hibari")
+    hibari = engines.ENGINES["hibari"]
+    assert engines.hibari_voices() == ("heart",)
+    assert [engines.voice_name(v) for v in hibari.voices()] == ["hibari:heart"]
+    voice = ONE_VOICE_EACH["hibari"]
+    plain, rate_hz = hibari.speak("check the battery", voice, engines.Delivery())
+    again, _ = hibari.speak("check the battery", voice, engines.Delivery())
+    assert rate_hz == 24000 and np.array_equal(plain, again)
+    slow, _ = hibari.speak("check the battery", voice, engines.Delivery(rate=120))
+    assert slow.size > 1.25 * plain.size
+    low, _ = hibari.speak("check the battery", voice, engines.Delivery(pitch=20))
+    high, _ = hibari.speak("check the battery", voice, engines.Delivery(pitch=80))
+    assert abs(low.size - high.size) < 0.02 * plain.size  # pitch, not pace
+    assert _median_f0(low, rate_hz) < 0.9 * _median_f0(plain, rate_hz) < 0.9 * _median_f0(high, rate_hz)
+    with pytest.raises(SeqxError, match=r"hibari: no voice 'emma' in the package \(in it: heart\)"):
+        hibari.speak("check the battery", Voice(engine="hibari", variant="emma"), engines.Delivery())
+    with pytest.raises(SeqxError, match=r"data.synth.hibari_voices: emma not installed \(installed: heart\)"):
+        check_engines([Voice(engine="hibari", variant="emma")])
+
+
 def test_piper_scales_are_drawn_per_utterance_in_the_recipe_ranges() -> None:
     synth = load_recipe(REPO / "recipes/commands.yaml").data.synth
     plans = [
@@ -146,12 +171,12 @@ def _voices() -> list[Voice]:
     espeak = [Voice(engine="espeak-ng", language="en-us", variant=v) for v in ["", "m1", "m2", "m3", "f1", "f2"]]
     flite = [Voice(engine="flite", variant=v) for v in ["kal", "slt", "rms"]]
     festival = [Voice(engine="festival", variant=v) for v in ["kal_diphone", "ked_diphone", "cmu_us_slt_arctic_hts"]]
-    return espeak + flite + festival + [Voice(engine="piper", language=JOE)]
+    return espeak + flite + festival + [Voice(engine="piper", language=JOE), ONE_VOICE_EACH["hibari"]]
 
 
-@pytest.mark.parametrize("held", ["festival", "piper", "flite"])
+@pytest.mark.parametrize("held", ["festival", "piper", "flite", "hibari"])
 def test_test_engine_is_never_heard_in_training_and_other_engines_keep_new_voices(held: str) -> None:
-    everything = "data.synth.engines=[espeak-ng, flite, festival, piper]"
+    everything = "data.synth.engines=[espeak-ng, flite, festival, piper, hibari]"
     counts = ["data.synth.test_voices=3", "data.synth.valid_voices=2"]
     settings = [everything, *counts, f"data.synth.test_engine={held}"]
     synth = load_recipe(REPO / "recipes/commands.yaml", settings).data.synth
@@ -160,7 +185,7 @@ def test_test_engine_is_never_heard_in_training_and_other_engines_keep_new_voice
         assert not any(v.engine == held for v in split["train"] + split["valid"])
         assert {v for v in _voices() if v.engine == held} <= set(split["test"])
         heard = {v.engine for v in split["train"]}
-        assert heard == {"espeak-ng", "flite", "festival", "piper"} - {held}  # every other engine trained on
+        assert heard == {"espeak-ng", "flite", "festival", "piper", "hibari"} - {held}  # every other engine trained on
         new_voices = [v for v in split["test"] if v.engine != held]
         assert len(new_voices) == synth.test_voices and len({v.engine for v in new_voices}) >= 2
 
@@ -169,13 +194,25 @@ def test_same_engine_test_voices_come_from_every_engine_that_can_spare_one() -> 
     counts = ["data.synth.test_voices=3", "data.synth.valid_voices=2", "data.synth.test_engine=same"]
     synth = load_recipe(REPO / "recipes/commands.yaml", counts).data.synth
     split = split_voices(synth, 0, _voices())
-    assert {v.engine for v in split["test"]} == {"espeak-ng", "flite", "festival"}  # piper has one voice: trained
-    assert {v.engine for v in split["train"]} == {"espeak-ng", "flite", "festival", "piper"}
+    assert {v.engine for v in split["test"]} == {"espeak-ng", "flite", "festival"}  # piper, hibari: one voice, trained
+    assert {v.engine for v in split["train"]} == {"espeak-ng", "flite", "festival", "piper", "hibari"}
+
+
+def test_adding_hibari_holds_out_the_same_voices_of_the_other_engines() -> None:
+    """hibari joins the split after the shuffle: a recipe that adds it keeps its test and valid
+    speakers, so its test split is the same files and the two models compare on it."""
+    four = load_recipe(REPO / "recipes/commands.yaml", ["data.synth.engines=[espeak-ng, flite, festival, piper]"])
+    five = load_recipe(REPO / "recipes/commands.yaml").data.synth
+    for seed in range(3):
+        before = split_voices(four.data.synth, seed, all_voices(four.data.synth))
+        after = split_voices(five, seed, all_voices(five))
+        assert after["test"] == before["test"] and after["valid"] == before["valid"]
+        assert after["train"] == [*before["train"], ONE_VOICE_EACH["hibari"]]
 
 
 def test_every_engine_trained_on_keeps_half_its_voices_for_training() -> None:
-    """The default recipe's voices (all four engines, flite only in test): festival's three and
-    piper's one are never held out whole, and flite is never heard in training."""
+    """The default recipe's voices (all five engines, flite only in test): festival's three and
+    piper's and hibari's one are never held out whole, and flite is never heard in training."""
     default = load_recipe(REPO / "recipes/commands.yaml").data.synth
     assert set(default.engines) == set(engines.ENGINES) and default.test_engine == "flite"
     for synth, voices in (
@@ -195,16 +232,16 @@ def test_every_engine_trained_on_keeps_half_its_voices_for_training() -> None:
     assert {v.engine for v in split["test"]} >= {"espeak-ng", "flite", "festival"}  # piper's one voice: trained
 
 
-def test_tiny_corpus_with_all_four_engines(tmp_path: Path) -> None:
+def test_tiny_corpus_with_every_engine(tmp_path: Path) -> None:
     for name in engines.ENGINES:
         _need(name)
     recipe = load_recipe(
         REPO / "recipes/commands.yaml",
         [
             f"exp_dir={tmp_path}",
-            "data.size=32",
+            "data.size=40",
             "data.workers=2",
-            "data.synth.engines=[espeak-ng, flite, festival, piper]",
+            "data.synth.engines=[espeak-ng, flite, festival, piper, hibari]",
             "data.synth.accents=[en-us]",
             "data.synth.variants=['', m1, m3, f2]",  # 4: two may be held out, two keep espeak-ng in train
             "data.synth.flite_voices=[slt, rms]",  # the recipe's test_engine: heard in test only
@@ -212,7 +249,7 @@ def test_tiny_corpus_with_all_four_engines(tmp_path: Path) -> None:
             "data.synth.test_voices=2",
             # 8 test utterances, most of them flite: the unheard engine is surely in them
             "data.synth.test_share=0.25",
-            "data.synth.engine_weights={espeak-ng: 1, flite: 4, festival: 1, piper: 1}",
+            "data.synth.engine_weights={espeak-ng: 1, flite: 4, festival: 1, piper: 1, hibari: 1}",
             "data.synth.empty_share=0",
             "data.synth.oog_share=0",  # counts commands only
             "data.synth.clipped_share=0",
@@ -221,9 +258,10 @@ def test_tiny_corpus_with_all_four_engines(tmp_path: Path) -> None:
     report = run_data_stage(recipe)
     assert not report.skipped, report.skipped[:3]
     utts = [u for s in ("train", "valid", "test") for u in read_manifest(recipe.data_dir / f"{s}.jsonl")]
-    assert len(utts) == 32
-    assert {u.speaker.split(":")[0] for u in utts} == {"espeak", "flite", "festival", "piper"}
-    assert {u.speaker.split(":")[0] for u in utts if u.id.startswith("train")} == {"espeak", "festival", "piper"}
+    assert len(utts) == 40
+    assert {u.speaker.split(":")[0] for u in utts} == {"espeak", "flite", "festival", "piper", "hibari"}
+    trained = {u.speaker.split(":")[0] for u in utts if u.id.startswith("train")}
+    assert trained == {"espeak", "festival", "piper", "hibari"}
     assert all(0.5 < u.duration < 6 for u in utts)
 
 

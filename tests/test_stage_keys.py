@@ -44,6 +44,8 @@ CASES = [
     ("data__seed", 7, {"data"}),
     ("data__workers", 3, set()),
     ("data__sample_rate", 8000, {"data", "featurize"}),
+    ("data__synth__engines", ["espeak-ng", "hibari"], {"data"}),
+    ("data__synth__hibari_voices", ["emma"], set()),  # hibari not in the recipe: corpora from before stay fresh
     ("features__kind", "mfcc", {"featurize"}),
     ("features__n_mels", 40, {"featurize"}),
     ("features__workers", 3, set()),

@@ -1,4 +1,4 @@
-"""The speech engines the synthetic corpus talks with: espeak-ng, flite, festival and piper.
+"""The speech engines the synthetic corpus talks with: espeak-ng, flite, festival, piper and hibari.
 
 Each engine is one small class that knows four things: whether it is installed
 (and, if not, the one package that installs it), every voice it offers, how to
@@ -10,7 +10,8 @@ Every engine runs as a separate process, never as a library: espeak-ng, flite
 and festival are Debian programs, and piper (`piper-tts`) is GPL-3.0 while seqx
 is MIT, so it is only ever run as its `piper` command; its voices are found by
 looking for `.onnx` + `.onnx.json` pairs in installed packages' files, without
-importing piper or the voice packages.
+importing piper or the voice packages. hibari (`hibari-tts`, Apache-2.0, pure Python on
+onnxruntime) is the one exception: it is a library, so it is imported, in the worker that uses it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import zlib
 from collections import OrderedDict
 from dataclasses import dataclass
 from importlib import metadata
@@ -400,10 +402,80 @@ def piper_models() -> dict[str, PiperModel]:
     return dict(sorted(found.items()))
 
 
-ENGINES = {e.name: e for e in (EspeakNg(), Flite(), Festival(), Piper())}
+class Hibari:
+    """hibari-tts: small neural voices distilled from Kokoro-82M, run on onnxruntime in this process.
+
+    Only the voices inside the wheel are offered (0.2.1 ships one, "heart", an American woman):
+    hibari downloads its other voices on first use, and seqx never downloads at run time. Its
+    network gives a spectral envelope and an F0 curve per frame and numpy makes the wave, so
+    the recipe's pitch scales the F0 with the envelope (the formants) kept, as a person's voice
+    goes up and down; speed is the rate against 175 words a minute, as flite's. The noise part
+    is seeded from the text and the delivery: the same plan says the same samples every run.
+    """
+
+    name = "hibari"
+    install = "pip install -e '.[voices]' (hibari-tts)"
+
+    def __init__(self) -> None:
+        self.loaded: dict[tuple[int, str], object] = {}  # (pid, voice) -> hibari.Hibari: not shared over a fork
+        self.lock = threading.Lock()  # the voice probe speaks from threads
+
+    def available(self) -> bool:
+        import importlib.util
+
+        return importlib.util.find_spec("hibari") is not None
+
+    def voices(self) -> list[Voice]:
+        return [Voice(engine="hibari", language="en-us", variant=v) for v in hibari_voices()]
+
+    def probe_command(self) -> list[str]:
+        return [sys.executable, "-c", "import hibari"]
+
+    def _voice(self, name: str):
+        if name not in hibari_voices():
+            raise SeqxError(f"hibari: no voice {name!r} in the package (in it: {', '.join(hibari_voices())})")
+        key = (os.getpid(), name)
+        with self.lock:
+            if key not in self.loaded:
+                from hibari import Hibari as Model
+                from hibari.voices import ASSETS, VOICES
+
+                self.loaded[key] = Model(voice=name, model=str(Path(ASSETS) / VOICES[name]["file"]), threads=1)
+            return self.loaded[key]
+
+    def speak(self, text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
+        from hibari import dsp
+
+        model = self._voice(voice.variant)
+        rng = np.random.default_rng([zlib.crc32(text.encode()), how.rate, how.pitch])
+        speed = np.asarray([how.rate / NORMAL_WPM], np.float32)
+        pitch = 2 ** ((how.pitch - 50) / 100)
+        parts = []
+        for phonemes in model.phonemize(text):
+            ids = model.ids(phonemes)
+            if len(ids) < 3:
+                continue
+            *envelope, f0 = (o[0] for o in model.sess.run(None, {"ids": np.asarray([ids], np.int64), "speed": speed}))
+            parts.append(dsp.synth(*envelope, f0 * pitch, rng))
+        if not parts:
+            raise SeqxError("hibari: nothing to say")
+        return np.concatenate(parts).astype(np.float32) * (how.amplitude / 100.0), dsp.SR
 
 
-def engine(name: str) -> EspeakNg | Flite | Festival | Piper:
+@functools.cache
+def hibari_voices() -> tuple[str, ...]:
+    """The hibari voices inside the installed wheel (the rest would be downloaded: never offered)."""
+    try:
+        from hibari.voices import VOICES
+    except ImportError:
+        return ()
+    return tuple(sorted(name for name, about in VOICES.items() if about.get("bundled")))
+
+
+ENGINES = {e.name: e for e in (EspeakNg(), Flite(), Festival(), Piper(), Hibari())}
+
+
+def engine(name: str) -> EspeakNg | Flite | Festival | Piper | Hibari:
     if name not in ENGINES:
         raise SeqxError(f"data.synth.engines: unknown engine {name!r} (known: {', '.join(ENGINES)})")
     return ENGINES[name]
@@ -415,7 +487,8 @@ def speak(text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
 
 
 def voice_name(voice: Voice) -> str:
-    """The speaker name in manifests: espeak:en-us+m3, flite:slt, festival:kal_diphone, piper:en_US-joe-medium."""
+    """The speaker name in manifests: espeak:en-us+m3, flite:slt, festival:kal_diphone, piper:en_US-joe-medium,
+    hibari:heart."""
     if voice.engine == "espeak-ng":
         return f"espeak:{voice.language}{'+' + voice.variant if voice.variant else ''}"
     if voice.engine == "piper":

@@ -1,4 +1,4 @@
-"""Synthetic speakers: espeak-ng accents x variants, flite, festival and piper voices.
+"""Synthetic speakers: espeak-ng accents x variants, flite, festival, piper and hibari voices.
 
 Test and valid speakers are drawn from the voice list before any utterance is
 made, so a test voice is never heard in training. The `test_voices` held out
@@ -47,6 +47,8 @@ def all_voices(settings: SynthSettings) -> list[Voice]:
         voices += [Voice(engine="festival", language="en-us", variant=v) for v in settings.festival_voices]
     if "piper" in wanted:
         voices += [v for name in settings.piper_voices for v in _piper_voices(name)]
+    if "hibari" in wanted:
+        voices += [Voice(engine="hibari", language="en-us", variant=v) for v in settings.hibari_voices]
     return voices
 
 
@@ -98,11 +100,17 @@ def distinct_voices(voices: list[Voice], workers: int) -> tuple[list[Voice], lis
     return kept, dropped
 
 
+# Engines added after the split was fixed join it after the shuffle, so that adding one to a recipe
+# leaves which voices of the others are held out as it was (the test split stays comparable).
+APPENDED_ENGINES = ("hibari",)
+
+
 def split_voices(settings: SynthSettings, seed: int, voices: list[Voice] | None = None) -> dict[str, list[Voice]]:
     """Disjoint train/valid/test speaker sets, fixed by the seed (`voices` defaults to all_voices)."""
     voices = all_voices(settings) if voices is None else voices
-    order = np.random.default_rng([seed, 1]).permutation(len(voices))
-    shuffled = [voices[i] for i in order]
+    drawn = [v for v in voices if v.engine not in APPENDED_ENGINES]
+    order = np.random.default_rng([seed, 1]).permutation(len(drawn))
+    shuffled = [drawn[i] for i in order] + [v for v in voices if v.engine in APPENDED_ENGINES]
     spare = _spare_voices(shuffled)  # shared by test and valid: half of an engine at most, in all
     if settings.test_speakers:
         test, rest = _pinned_test_speakers(settings.test_speakers, shuffled)
