@@ -41,16 +41,16 @@ VOICES = {
 IN_PROCESS = {"hibari"}  # a library, not a command: its CPU is this process's
 
 
-def _children_cpu(who: int = resource.RUSAGE_CHILDREN) -> float:
+def _cpu(who: int = resource.RUSAGE_CHILDREN) -> float:
     usage = resource.getrusage(who)
     return usage.ru_utime + usage.ru_stime
 
 
 def _time(work, who: int = resource.RUSAGE_CHILDREN) -> tuple[float, float, float]:
     """(wall seconds, CPU seconds of the child processes (or of `who`), seconds of audio made)."""
-    cpu, start = _children_cpu(who), time.perf_counter()
+    cpu, start = _cpu(who), time.perf_counter()
     audio = work()
-    return time.perf_counter() - start, _children_cpu(who) - cpu, audio
+    return time.perf_counter() - start, _cpu(who) - cpu, audio
 
 
 def main() -> None:
@@ -74,9 +74,9 @@ def main() -> None:
         eng = engines.engine(voice.engine)
         kept = hasattr(eng, "speak_once")  # festival and piper keep their process between utterances
         if kept:  # a kept process's CPU is counted when it ends: warm-up and voice load included
-            before = _children_cpu()
+            before = _cpu()
             eng.close()
-            cpu = (_children_cpu() - before) * args.n / (args.n + 1)
+            cpu = (_cpu() - before) * args.n / (args.n + 1)
         mode = "in process" if inside else "kept process" if kept else "process per utterance"
         rows.append({"engine": label, "mode": mode,
                      "utt_per_s": args.n / wall, "cpu_s_per_utt": cpu / args.n, "x_realtime": audio / wall})

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import importlib.util
 import io
 import json
 import os
@@ -177,6 +178,12 @@ class Festival:
         self.kept.close()
 
 
+def pitch_scale(pitch: int) -> float:
+    """The F0 factor of the recipe's pitch for engines that scale an F0 curve (festival's diphone
+    voices, hibari): 2^((pitch-50)/100), so espeak-ng's 30..70 is about +-2.4 semitones."""
+    return 2 ** ((pitch - 50) / 100)
+
+
 def _festival_delivery(voice: Voice, how: Delivery) -> str:
     """The Scheme that sets speed and pitch after `(voice_X)` (which resets both).
 
@@ -187,7 +194,7 @@ def _festival_delivery(voice: Voice, how: Delivery) -> str:
     """
     if voice.variant.endswith("_hts"):
         return f'(set! hts_engine_params (append hts_engine_params (list (list "-r" {how.rate / NORMAL_WPM:.3f}))))'
-    scale = 2 ** ((how.pitch - 50) / 100)
+    scale = pitch_scale(how.pitch)
     mean = "(car (cdr (assoc 'target_f0_mean int_lr_params)))"
     pitch = f"(set! int_lr_params (cons (list 'target_f0_mean (* {scale:.4f} {mean})) int_lr_params))"
     stretch = f"(Parameter.set 'Duration_Stretch {NORMAL_WPM / how.rate:.3f})"
@@ -421,8 +428,6 @@ class Hibari:
         self.lock = threading.Lock()  # the voice probe speaks from threads
 
     def available(self) -> bool:
-        import importlib.util
-
         return importlib.util.find_spec("hibari") is not None
 
     def voices(self) -> list[Voice]:
@@ -449,7 +454,7 @@ class Hibari:
         model = self._voice(voice.variant)
         rng = np.random.default_rng([zlib.crc32(text.encode()), how.rate, how.pitch])
         speed = np.asarray([how.rate / NORMAL_WPM], np.float32)
-        pitch = 2 ** ((how.pitch - 50) / 100)
+        pitch = pitch_scale(how.pitch)
         parts = []
         for phonemes in model.phonemize(text):
             ids = model.ids(phonemes)
