@@ -22,8 +22,10 @@ from seqx.decode.negatives import read_negatives
 from seqx.decode.reject import choose_margin
 from seqx.decode.transcribe import transcribe_files
 from seqx.grammar import load_grammar
-from seqx.recipe import Recipe
+from seqx.recipe import Recipe, load_recipe
 from tiny import FBANK, train_tiny
+
+REPO = Path(__file__).resolve().parents[1]
 
 GRAMMAR = (
     "data.synth.grammar={intents: {open_app: ['open the {app}'], check: ['check the battery'],"
@@ -57,22 +59,52 @@ def test_bundle_stores_grammar_and_reject_margin(trained: tuple[Recipe, Bundle])
 def test_a_grammar_of_few_words_gets_everyday_english_as_negatives(
     trained: tuple[Recipe, Bundle], tmp_path: Path
 ) -> None:
-    """Every string of up to three digits is a command of this grammar, so its own words make
-    no out-of-grammar sentence: everyday English (`other`) makes up the set, spoken by the
-    split's voices; a grammar whose words suffice (the tiny one) gets none."""
+    """A grammar of a few words gets everyday English (`other`) in the share training hears it
+    (`oog_other_share`, 0.2 for <= 32 words), spoken by the split's voices, and for all its own
+    words cannot make: "yes" makes five strings ("yes yes" ... six of them); a grammar of many
+    words gets none."""
     from seqx.decode.negatives import build_negatives
     from seqx.grammar import grammar_from_dict
 
-    recipe, bundle = trained
+    recipe, _ = trained
     digits = grammar_from_dict({"intents": {"digits": ["{d}", "{d} {d}", "{d} {d} {d}"]},
                                 "slots": {"d": ["one", "two", "three"]}})  # fmt: skip
-    negatives = build_negatives(recipe, digits, "valid", tmp_path / "digits", n_oog=6, noise_repeats=1)
+    negatives = build_negatives(recipe, digits, "valid", tmp_path / "digits", n_oog=10, noise_repeats=1)
     said = [n for n in negatives if n.kind == "oog"]
-    assert len(said) == 6 and all(n.detail == "other" and not digits.accepts(n.said) for n in said)
-    assert any(word not in digits.vocabulary() for n in said for word in n.said.split())
+    assert len(said) == 10 and not any(digits.accepts(n.said) for n in said)
+    other = [n for n in said if n.detail == "other"]
+    assert len(other) == 2 and any(word not in digits.vocabulary() for n in other for word in n.said.split())
+    assert all(set(n.said.split()) <= set(digits.vocabulary()) for n in said if n.detail != "other")  # 4-6 digits
     assert all(Path(n.audio).is_file() for n in negatives)
-    own = build_negatives(recipe, bundle.grammar, "valid", tmp_path / "own", n_oog=6, noise_repeats=1)
-    assert [n.detail for n in own if n.kind == "oog"] and not [n for n in own if n.detail == "other"]
+    yes = grammar_from_dict({"intents": {"yes": ["yes"]}})
+    made = build_negatives(recipe, yes, "valid", tmp_path / "yes", n_oog=10, noise_repeats=1)
+    said = [n for n in made if n.kind == "oog"]
+    assert sorted(n.said for n in said if n.detail != "other") == [" ".join(["yes"] * k) for k in range(2, 7)]
+    assert len(said) == 10
+    many = load_grammar(load_recipe(REPO / "recipes/commands.yaml"))
+    made = build_negatives(recipe, many, "valid", tmp_path / "many", n_oog=6, noise_repeats=1)
+    said = [n for n in made if n.kind == "oog"]
+    assert len(said) == 6 and not [n for n in said if n.detail == "other"]
+
+
+def test_out_of_grammar_strategies_take_turns_and_one_that_runs_dry_gives_way() -> None:
+    """Shuffled, swapped and random strings in turn; a grammar of one-word commands has nothing to
+    shuffle and one of two-word commands runs out of shuffles, and the others make the rest."""
+    from seqx.decode.negatives import oog_sentences
+    from seqx.grammar import grammar_from_dict
+
+    many = load_grammar(load_recipe(REPO / "recipes/commands.yaml"))
+    made = oog_sentences(many, 30, np.random.default_rng(0))
+    assert [kind for kind, _ in made] == ["shuffled", "swapped", "random"] * 10
+    things = [f"thing{i}" for i in range(40)]
+    words = grammar_from_dict({"intents": {"say": ["{thing}"]}, "slots": {"thing": things}})
+    channels = grammar_from_dict({"intents": {"say": ["{where} {side}"]},
+                                  "slots": {"where": ["front", "rear"], "side": ["left", "right"]}})  # fmt: skip
+    for grammar in (words, channels):
+        made = oog_sentences(grammar, 200, np.random.default_rng(0))
+        assert len(made) == 200 and len({s for _, s in made}) == 200
+        assert not any(grammar.accepts(s) for _, s in made)
+    assert {kind for kind, _ in oog_sentences(words, 50, np.random.default_rng(0))} == {"swapped", "random"}
 
 
 def test_negatives_are_found_from_anywhere(
