@@ -208,6 +208,27 @@ def test_auto_other_word_share_follows_the_grammars_size() -> None:
     assert oog == own[: len(oog) - len(everyday)] + everyday
 
 
+def test_a_corpus_whose_out_of_grammar_strings_changed_gets_a_new_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Since a strategy that runs dry gives its turn away, a small grammar's out-of-grammar strings
+    are others than before: its corpus key says so (an old corpus of it is made again), while the
+    demo's, whose strings are the same, keeps its key (a corpus made before stays fresh)."""
+    from seqx.data.stage import _key
+    from seqx.data.synth import oog_strings_changed
+
+    commands = load_recipe(REPO / "recipes/commands.yaml", ["data.size=400"])
+    assert not oog_strings_changed(commands.data, load_grammar(commands))
+    grammar_yaml = ("{intents: {channel: ['{position} {side}']}, "
+                    "slots: {position: [front, rear, side], side: [left, right, center]}}")  # fmt: skip
+    small = load_recipe(REPO / "recipes/commands.yaml", ["data.size=400", f"data.synth.grammar={grammar_yaml}"])
+    assert oog_strings_changed(small.data, load_grammar(small))
+    without = load_recipe(REPO / "recipes/commands.yaml", ["data.size=400", f"data.synth.grammar={grammar_yaml}",
+                                                           "data.synth.oog_share=0"])  # fmt: skip
+    assert not oog_strings_changed(without.data, load_grammar(without))
+    keys = _key(small), _key(commands)
+    monkeypatch.setattr("seqx.data.stage.oog_strings_changed", lambda settings, grammar: False)  # the key as it was
+    assert _key(small) != keys[0] and _key(commands) == keys[1]
+
+
 def test_every_default_voice_sounds_different() -> None:
     """espeak-ng speaks an unknown variant with the plain voice; such twins would leak a test voice into train."""
     voices = all_voices(load_recipe(REPO / "recipes/commands.yaml").data.synth)

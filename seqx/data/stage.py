@@ -10,7 +10,7 @@ import numpy as np
 
 from seqx.data.importers import check_rows, read_rows
 from seqx.data.manifest import Utterance, read_manifest, write_manifest
-from seqx.data.synth import SPLITS, corpus_grammar, other_word_share, synthesize
+from seqx.data.synth import SPLITS, corpus_grammar, oog_strings_changed, other_word_share, synthesize
 from seqx.errors import SeqxError
 from seqx.faults import fault_point
 from seqx.lock import stage_lock
@@ -53,6 +53,8 @@ def _key(recipe: Recipe) -> str:
         del settings["synth"]["augment"]["lengthen"]  # added later: augmented corpora made before it stay fresh
     if not settings["synth"]["oog_share"]:
         del settings["synth"]["oog_share"]  # added later: corpora made without it stay fresh
+    elif recipe.data.source == "synth" and oog_strings_changed(recipe.data, corpus_grammar(recipe.data)):
+        settings["synth"]["oog_strings"] = 2  # a small grammar's strings since 2026-11-29: its old corpus is stale
     other_share = settings["synth"]["oog_other_share"]
     if other_share == "auto":  # keyed by what it means for this grammar: the same corpus is the same key
         synthesized = recipe.data.source == "synth"

@@ -184,6 +184,21 @@ def _clipped_and_tight_copies(plans: list[Plan], split_index: int, settings: Dat
     return copies
 
 
+def _oog_rng(seed: int) -> np.random.Generator:
+    """The stream train's out-of-grammar strings are drawn from."""
+    return np.random.default_rng([seed, 8])
+
+
+def oog_strings_changed(settings: DataSettings, grammar: Grammar) -> bool:
+    """Whether train's out-of-grammar strings differ from those seqx made before 2026-11-29, when
+    a strategy that ran dry for a grammar started giving its turn away (seqx/decode/negatives.py):
+    the data key says so, and a corpus of such a grammar made before is made again."""
+    from seqx.decode.negatives import oog_strategies_run_dry  # negatives renders with this module
+
+    asked = round(settings.synth.oog_share * settings.size)  # at least as many as the corpus asks for
+    return bool(asked) and oog_strategies_run_dry(grammar, asked, _oog_rng(settings.seed))
+
+
 def _out_of_grammar_plans(plans: list[Plan], grammar: Grammar, settings: DataSettings) -> list[Plan]:
     """`oog_share` of train's commands again as out-of-grammar word strings with their real transcripts.
 
@@ -202,7 +217,7 @@ def _out_of_grammar_plans(plans: list[Plan], grammar: Grammar, settings: DataSet
     count = round(settings.synth.oog_share * len(commands))
     if not count:
         return []
-    rng = np.random.default_rng([settings.seed, 8])
+    rng = _oog_rng(settings.seed)
     others = round(other_word_share(settings.synth, grammar) * count)
     sentences = oog_sentences(grammar, count - others, rng)
     if others:  # their own generator: the grammar-word strings are the same with or without them

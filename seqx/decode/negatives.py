@@ -63,6 +63,18 @@ def oog_sentences(grammar: Grammar, n: int, rng: np.random.Generator) -> list[tu
     two-word commands run out, and waiting for them found 6 sentences of 300 for KTuberling's 70
     words and 27 for alsa's 9 commands. Where no strategy runs dry the sentences are the same.
     """
+    return _oog_search(grammar, n, rng)[0]
+
+
+def oog_strategies_run_dry(grammar: Grammar, n: int, rng: np.random.Generator) -> bool:
+    """Whether a strategy gives its turn away before n sentences are found: only then are the
+    sentences other than those seqx made before the turns were given away (2026-11-29), so a
+    corpus of such a grammar made before then is stale (seqx/data/stage.py keys it so)."""
+    return _oog_search(grammar, n, rng)[1] > 0
+
+
+def _oog_search(grammar: Grammar, n: int, rng: np.random.Generator) -> tuple[list[tuple[str, str]], int]:
+    """oog_sentences's pairs and the number of turns given away."""
     vocab = grammar.vocabulary()
     found: dict[str, str] = {}
     turn = misses = 0
@@ -78,7 +90,7 @@ def oog_sentences(grammar: Grammar, n: int, rng: np.random.Generator) -> list[tu
             misses += 1
             if misses >= MAX_MISSES:
                 turn, misses = turn + 1, 0
-    return [(kind, sentence) for sentence, kind in found.items()]
+    return [(kind, sentence) for sentence, kind in found.items()], turn
 
 
 def _oog_candidate(kind: str, grammar: Grammar, vocab: list[str], rng: np.random.Generator) -> str | None:
