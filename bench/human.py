@@ -2,7 +2,7 @@
 
 Usage:
     python bench/human.py [--sets cards,goforward,alsa,digits,asterisk-numbers,asterisk-dates,asterisk-phrases,
-                          ktuberling] [--kind speech_embedding|fbank|...]
+                          ktuberling,warzone] [--kind speech_embedding|fbank|...]
                           [--epochs N] [--size N] [--exp-dir /tmp/seqx-human] [--set KEY=VALUE]
                           [--slot-weights W,...] [--json]
 
@@ -41,9 +41,14 @@ Sets (files, reference transcripts):
              every one of them: many words, one speaker, a telephone channel
   ktuberling   ktuberling-data: KDE's stamp toy's English object names, one word a file (sounds/en/*.ogg,
              named in en.soundtheme: "umbrella", "pineapple", "sunglasses", ...), a phrase list of 70 words
+  warzone      warzone2100-data: the game's spoken messages (base.wz audio/, 11.025 kHz Vorbis; the line each
+             says is its label in audio/audio.cfg: "research completed", "hold position", "enemy located"
+             by three pilots), 209 files of several voices, a phrase list of 183 lines whose words repeat
+             across them; lines with letters, numbers or names (LZ, NEXUS, "10 minutes") left out. Not
+             among the other sets' people out of the grammar (added after their figures)
 
 Real voices out of the grammar: each grammar-constrained system also hears the other sets'
-recordings (not the spliced dates), pocketsphinx-testdata's five LibriVox sentences (read speech,
+recordings (not the spliced dates nor warzone), pocketsphinx-testdata's five LibriVox sentences (read speech,
 librivox/transcription) and something.raw ("go somewhere and do something"), every one whose
 transcript the set's grammar does not hold; the share answered with a command is a false accept
 on a person, the one users hate.
@@ -109,6 +114,9 @@ class HumanSet:
     # made by joining recordings (asterisk-dates): not counted among the other sets' people out of
     # their grammar, whose counts stay comparable with earlier runs
     spliced: bool = False
+    # heard by the other sets as people out of their grammar; off for a set added after their
+    # figures were written (warzone), so the counts stay comparable with them
+    others_hear: bool = True
 
     def load_grammar(self) -> Grammar:
         if "file" in self.grammar:
@@ -156,6 +164,7 @@ def human_sets() -> dict[str, HumanSet]:
         ),  # fmt: skip
         **asterisk_sets(),
         **desktop_sets(),
+        **game_sets(),
     }
 
 
@@ -302,6 +311,65 @@ def desktop_sets() -> dict[str, HumanSet]:
     }
 
 
+WARZONE = Path("/usr/share/games/warzone2100/base.wz")
+# the folders of base.wz's audio/ that hold speech (the rest: weapons, engines, music), and the words in
+# audio.cfg's labels that are not said as written (letters, numbers, names) or not all that is said
+WARZONE_SPEECH = ("memressp", "extra", "trnsppil", "vtoltalk", "coltive")
+WARZONE_SPELLING = {"artefact": "artifact"}  # said alike; PocketSphinx's dictionary has the American spelling
+WARZONE_SKIP = re.compile(r"\d|\b(lz|nexus|vtols?|sam|nasda|re-arming)\b|:|\bto\s*$", re.IGNORECASE)
+
+
+def warzone_lines() -> list[tuple[str, str]]:
+    """(wav path, line) of Warzone 2100's spoken messages ("research completed", "structure under
+    attack", "hold position", "enemy located" said by three pilots in turn): its audio.cfg names each
+    file with the line in a comment. Lines with letters, numbers or names said otherwise than written
+    are left out. The files are read out of base.wz once, under the temp folder; none when
+    warzone2100-data is not installed."""
+    import tempfile
+    import zipfile
+
+    from seqx.featurize.samples import read_samples
+    from seqx.stage import atomic_write
+
+    if not WARZONE.is_file():
+        return []
+    folder = Path(tempfile.gettempdir()) / "seqx-warzone"
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = []
+    with zipfile.ZipFile(WARZONE) as wz:
+        where = {Path(n).name: n for n in wz.namelist() if n.endswith(".ogg") and n.split("/")[1:2][0] in WARZONE_SPEECH}
+        config = wz.read("audio/audio.cfg").decode("latin-1")
+        for name, label in re.findall(r'audio\s+"([^"]+\.ogg)"[^\n]*?/\*\s*(.*?)\s*\*/', config):
+            if name not in where or WARZONE_SKIP.search(label):
+                continue
+            words = re.sub(r"[-!.]", " ", label.replace("&", "and")).lower().split()
+            text = " ".join(WARZONE_SPELLING.get(w, w) for w in words)
+            path = folder / f"{Path(name).stem}.wav"
+            if not path.is_file():
+                ogg = folder / name
+                ogg.write_bytes(wz.read(where[name]))
+                with atomic_write(path) as tmp:  # 11.025 kHz Vorbis, as 16 kHz PCM the way every set is read
+                    sf.write(tmp, read_samples(ogg, 16000), 16000, subtype="PCM_16", format="WAV")
+                ogg.unlink()
+            lines.append((str(path), text))
+    return sorted(lines)
+
+
+def game_sets() -> dict[str, HumanSet]:
+    """More voices, from a game Debian ships: Warzone 2100's spoken messages, a phrase list of about a
+    hundred short lines whose words repeat across them ("enemy base detected", "enemy base
+    eradicated", "scavenger base detected"), the shape of a game's or a machine's voice commands."""
+    lines = warzone_lines()
+    return {
+        "warzone": HumanSet(
+            "warzone",
+            lines,  # none when warzone2100-data is not installed: run_set names the package
+            {"intents": {"line": sorted({text for _, text in lines})}},
+            None, "warzone2100-data", others_hear=False,
+        ),  # fmt: skip
+    }
+
+
 def other_speech() -> list[tuple[str, str]]:
     """Human recordings that belong to no set: LibriVox read speech and something.raw, (path, reference)."""
     files = [(str(PS_DATA / "something.raw"), "go somewhere and do something")]
@@ -316,7 +384,7 @@ def other_speech() -> list[tuple[str, str]]:
 
 def human_out_of_grammar(hs: HumanSet, grammar: Grammar, recipe: Recipe) -> list[str]:
     """Real voices saying what `hs`'s grammar does not hold: the other sets' speech and other_speech()."""
-    sets = [other for name, other in human_sets().items() if name != hs.name and not other.spliced]
+    sets = [o for name, o in human_sets().items() if name != hs.name and not o.spliced and o.others_hear]
     others = [f for other in sets for f in other.files if f[1]]
     return [p for p, ref in others + other_speech() if not grammar.accepts(normalize_text(ref, recipe.tokenizer))]
 

@@ -1,7 +1,8 @@
 """Human commands with seconds of silence or room tone around them, or quieter: does seqx still hear them?
 
 Usage:
-    python bench/human_padded.py --exp-dir /tmp/seqx-human [--margins none,0.3] [--sets cards,goforward,alsa] [--json]
+    python bench/human_padded.py --exp-dir /tmp/seqx-human [--margins none,0.3] [--sets cards,goforward,alsa]
+                                 [--vad-gate P] [--json]
 
 The models are the ones `bench/human.py --exp-dir DIR` trained (one per set, its own grammar);
 nothing is trained here. Each set's command recordings are decoded as the bundle decides (beam,
@@ -78,6 +79,7 @@ def main() -> None:
     parser.add_argument("--sets", default="cards,goforward,alsa")
     parser.add_argument("--margins", default="none,0.3", help="decode.speech_margin_s values; none = the whole file")
     parser.add_argument("--kind", default="speech_embedding", help="the feature kind the models were trained with")
+    parser.add_argument("--vad-gate", type=float, default=None, help="decode.vad_gate; default: the bundle's")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     margins = [None if m.strip() == "none" else float(m) for m in args.margins.split(",")]
@@ -91,6 +93,8 @@ def main() -> None:
             paths = padded_copies(files, folder, seconds, dbfs, gain_db, seed=index)
             for margin in margins:
                 settings = bundle.decode.model_copy(update={"speech_margin_s": margin})
+                if args.vad_gate is not None:
+                    settings = settings.model_copy(update={"vad_gate": args.vad_gate})
                 results = transcribe_files(bundle, paths, settings)
                 rows.append({
                     "set": name, "surround": surround, "margin": margin, "files": len(files),

@@ -50,6 +50,13 @@ def test_sets_cover_their_references(tmp_path: Path) -> None:
     assert len(things) == 70 and sets["ktuberling"].load_grammar().count() == 70
     assert things["umbrella"] == "umbrella" and things["pizzeria_broccolli"] == "broccoli"
     assert things["egypt_palmtree"] == "palm tree" and "moon_ufo" not in things  # a name the file may spell out
+    # a game's spoken messages: Warzone 2100's audio.cfg labels, read out of base.wz, at 16 kHz
+    lines = {Path(p).stem: r for p, r in sets["warzone"].files}
+    assert len(lines) == 209 and sets["warzone"].load_grammar().count() == 183
+    assert lines["pcv357"] == "research completed" and lines["pcv420"] == "fire at will"
+    assert lines["col011a"] == "cleanse and destroy" and lines["v-eloc3"] == "enemy located"
+    assert not {"pcv397", "pcv384", "pcv463", "pcv371", "pcv436"} & set(lines)  # "LZ 1", NEXUS, "10 Minutes", "... to", "...:"
+    assert sf.info(sets["warzone"].files[0][0]).samplerate == 16000 and not sets["warzone"].others_hear
     recipe = human.set_recipe(human.DEFAULT_RECIPE, sets["alsa"], _args(tmp_path))
     assert recipe.data.synth.grammar is not None and not recipe.data.synth.templates
     # the recipe's own voices (all four engines, flite only in test), overridable with --set
