@@ -528,9 +528,16 @@ class DecodeSettings(_Section):
     # (docs/decoding.md "Ambiguous answers"): worth it where acting on a wrong command costs more
     # than asking again
     reject_nbest_margin: float = Field(0.0, ge=0.0, le=100.0)
-    # no-speech gate: a file in which no 32 ms window reaches this Silero VAD speech probability
-    # is not understood, whatever the model would say (loud noise); 0 = off
+    # where the speech is: the part of the file the model hears (speech_margin_s) runs from the first
+    # to the last 32 ms window with this Silero VAD speech probability; 0 = the whole file, no gate
     vad_threshold: float = Field(0.5, ge=0.0, lt=1.0)
+    # no-speech gate: a file in which no 32 ms window reaches this probability is not understood,
+    # whatever the model would say. Lower than vad_threshold because Silero hears band-limited
+    # speech (a radio, a cheap microphone without its lows) as hardly speech: Warzone 2100's radio
+    # voices peak at 0.03-0.6 (31 of 37 below 0.5), while noise of 36 kinds never got a command from
+    # the grammar's checks even with no gate (docs/benchmarks.md "Radio voices"). Where no window
+    # reaches vad_threshold, loudness alone marks the speech. null = vad_threshold (bundles before it)
+    vad_gate: Annotated[float, Field(ge=0.0, lt=1.0)] | None = 0.1
     # the part of a file the model hears: from this many seconds before the first sound (a 32 ms
     # window Silero VAD calls speech, or a 10 ms frame within 20 dB of the loudest) to as many after
     # the last. Training files have 0.05-0.4 s of lead-in and tail, so one like them is decoded

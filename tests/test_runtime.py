@@ -92,7 +92,8 @@ def test_fp32_export_transcribes_the_test_split_like_torch(trained: tuple[Recipe
     reasons: set[str | None] = set()
     # free_ctc_weight: the free beam beside the grammar's, and free decoding, at another CTC weight
     for options in ({}, {"greedy": True}, {"nbest": 3}, {"grammar": "none"}, {"free_ctc_weight": 0.0},
-                    {"grammar": "none", "free_ctc_weight": 0.1}, {"reject_nbest_margin": 50.0}):
+                    {"grammar": "none", "free_ctc_weight": 0.1}, {"reject_nbest_margin": 50.0},
+                    {"vad_gate": 0.5}):  # the gate at vad_threshold: the corpus's noise files no speech
         torch_results = transcribe_files(bundle, paths, bundle.decode.merged(**options))
         onnx_results = runtime_transcribe(exported, paths, settings_for(exported, **options))
         _same_results(onnx_results, torch_results, options)
@@ -106,7 +107,8 @@ def test_fp32_export_transcribes_the_test_split_like_torch(trained: tuple[Recipe
     assert understood and all(r.intent for r in understood), "the tiny model should understand commands"
     # the distance rule alone decided some: rejected with a CTC gap the margin lets through
     assert any(r.reason == "rejected" and r.ctc_gap is not None and r.ctc_gap <= 1.0 for r in results + onnx_whole)
-    # the gates had work to do: the corpus's empty files are no speech to Silero, and some answers are rejected
+    # the gates had work to do: the corpus's empty files are no speech to Silero (at 0.5; at the default
+    # vad_gate 0.1 some go on to the checks), and some answers are rejected
     assert {"no speech", "rejected"} <= reasons, reasons
     # decode.reject_nbest_margin at its strictest: every answer with another command in its n-best is
     # ambiguous, in both paths alike (above), and a result still reports decode.nbest answers

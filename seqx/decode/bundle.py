@@ -233,8 +233,9 @@ def _load_bundle(folder: Path, device: str | torch.device) -> Bundle:
         cmvn=Cmvn.from_dict(config["cmvn"]),
         tokenizer=Tokenizer(folder / TOKENIZER, TokenizerSettings.model_validate(config["tokenizer"])),
         extractor=FeatureExtractor(features, int(config["sample_rate"])),
-        # a bundle from before the distance slack keeps the rule its thresholds were chosen under
-        decode=DecodeSettings.model_validate({"reject_distance_slack": 0, **config["decode"]}),
+        # a bundle from before the distance slack keeps the rule its thresholds were chosen under, and
+        # one from before the no-speech gate had its own setting gates at vad_threshold
+        decode=DecodeSettings.model_validate({"reject_distance_slack": 0, "vad_gate": None, **config["decode"]}),
         folder=folder,
         grammar=Grammar.from_dict(config["grammar"]) if config.get("grammar") else None,
         heads=heads,

@@ -221,7 +221,8 @@ def speech_bounds(
 
 
 def speech_part(
-    wave: np.ndarray, sample_rate: int, vad_threshold: float, margin_s: float | None, vad_model: Path | None = None
+    wave: np.ndarray, sample_rate: int, vad_threshold: float, margin_s: float | None, vad_model: Path | None = None,
+    vad_gate: float | None = None,
 ) -> np.ndarray | None:
     """The part of a file the model is asked about: from `margin_s` before the speech to `margin_s`
     after it (the whole file when `margin_s` is None); None when Silero VAD hears no speech. Why:
@@ -233,8 +234,15 @@ def speech_part(
     frame within 20 dB of the loudest: seqx/featurize/span.py) finds: only what both call
     silence is cut. Silero alone misses the first word of a quiet recording ("front" of "front
     center" 30 dB down, over room tone); where the room is within 20 dB of the voice, loudness
-    finds sound everywhere and nothing is cut, as before."""
+    finds sound everywhere and nothing is cut, as before.
+
+    None (no speech) only when no window reaches `vad_gate` either (None: vad_threshold; never
+    above it): a file whose speech Silero hardly believes (band-limited, a radio) is cut by
+    loudness alone."""
     bounds = speech_bounds(wave, sample_rate, vad_threshold, vad_model, first_only=margin_s is None)
+    gate = vad_threshold if vad_gate is None else min(vad_gate, vad_threshold)
+    if bounds is None and gate < vad_threshold and speech_bounds(wave, sample_rate, gate, vad_model, True):
+        bounds = (len(wave), 0)  # speech, but no bounds from the VAD: the loudness span's alone below
     if bounds is None or margin_s is None:
         return None if bounds is None else wave
     loud = speech_span(np.asarray(wave, dtype=np.float32), sample_rate)
@@ -260,7 +268,7 @@ def _silero(path: Path | None = None):  # noqa: ANN202 (SileroVad | None; import
 
 def gate(
     result: Result, wave: np.ndarray, sample_rate: int, silence_dbfs: float, vad_threshold: float,
-    vad_model: Path | None = None, margin_s: float | None = None,
+    vad_model: Path | None = None, margin_s: float | None = None, vad_gate: float | None = None,
 ) -> np.ndarray | None:
     """Silence and no-speech checks before the model is asked: None when the file stops here
     (`result` says why), else the part of it to decode (`speech_part`: the speech and `margin_s`
@@ -270,7 +278,7 @@ def gate(
         # digital silence is unlike anything a model trains on; don't let it guess a command
         result.no_speech, result.reason = True, "silence"
         return None
-    part = speech_part(wave, sample_rate, vad_threshold, margin_s, vad_model)
+    part = speech_part(wave, sample_rate, vad_threshold, margin_s, vad_model, vad_gate)
     if part is None:
         result.no_speech, result.reason = True, "no speech"
     return part

@@ -11,7 +11,7 @@ the grammar, a result is "not understood" (`understood` False, empty `text`, `in
 None, `reason` saying why) when:
 
 - silence: the loudest 100 ms is below `decode.silence_dbfs` (the model is not asked);
-- no speech: no 32 ms window reaches `decode.vad_threshold` of Silero VAD speech probability
+- no speech: no 32 ms window reaches `decode.vad_gate` of Silero VAD speech probability
   (loud noise; the model is not asked either). Otherwise the model hears the file from
   `decode.speech_margin_s` before its first sound to as much after the last: a person's seconds
   of silence around a command are nothing it trained on;
@@ -174,7 +174,7 @@ def _gate(result: Result, wave: torch.Tensor, sample_rate: int, settings: Decode
     """Silence and no-speech checks before the model is asked, and the part of the wave to decode
     (seqx/decode/result.py gate); None when the file stops here."""
     part = gate(result, wave.numpy(), sample_rate, settings.silence_dbfs, settings.vad_threshold,
-                margin_s=settings.speech_margin_s)  # fmt: skip
+                margin_s=settings.speech_margin_s, vad_gate=settings.vad_gate)  # fmt: skip
     return None if part is None else torch.from_numpy(np.ascontiguousarray(part))
 
 
