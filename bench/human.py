@@ -272,12 +272,7 @@ def asterisk_sets() -> dict[str, HumanSet]:
              "slots": {slot: [words for words, _ in values] for slot, values in asterisk_date_parts().items()}},
             None, "asterisk-core-sounds-en-wav", spliced=True,
         ),  # fmt: skip
-        "asterisk-phrases": HumanSet(
-            "asterisk-phrases",
-            phrases,  # none when the transcripts are not installed: run_set names the package
-            {"intents": {"prompt": sorted({text for _, text in phrases})}},
-            None, "asterisk-core-sounds-en",
-        ),  # fmt: skip
+        "asterisk-phrases": phrase_list_set("asterisk-phrases", phrases, "prompt", "asterisk-core-sounds-en"),
     }
 
 
@@ -300,15 +295,7 @@ def desktop_sets() -> dict[str, HumanSet]:
     """Another person, from a Linux desktop's own packages: the English words of KTuberling, KDE's
     stamp toy (70 object names said one at a time, a phrase list; "ufo" left out). (The freedesktop sound theme's
     channel names are alsa-utils' recordings again, resampled: not another voice.)"""
-    words = ktuberling_words()
-    return {
-        "ktuberling": HumanSet(
-            "ktuberling",
-            words,  # none when ktuberling-data is not installed: run_set names the package
-            {"intents": {"thing": sorted({w for _, w in words})}},
-            None, "ktuberling-data",
-        ),  # fmt: skip
-    }
+    return {"ktuberling": phrase_list_set("ktuberling", ktuberling_words(), "thing", "ktuberling-data")}
 
 
 WARZONE = Path("/usr/share/games/warzone2100/base.wz")
@@ -359,15 +346,13 @@ def game_sets() -> dict[str, HumanSet]:
     """More voices, from a game Debian ships: Warzone 2100's spoken messages, a phrase list of about a
     hundred short lines whose words repeat across them ("enemy base detected", "enemy base
     eradicated", "scavenger base detected"), the shape of a game's or a machine's voice commands."""
-    lines = warzone_lines()
-    return {
-        "warzone": HumanSet(
-            "warzone",
-            lines,  # none when warzone2100-data is not installed: run_set names the package
-            {"intents": {"line": sorted({text for _, text in lines})}},
-            None, "warzone2100-data", others_hear=False,
-        ),  # fmt: skip
-    }
+    return {"warzone": phrase_list_set("warzone", warzone_lines(), "line", "warzone2100-data", others_hear=False)}
+
+
+def phrase_list_set(name: str, files: list[tuple[str, str]], intent: str, package: str, **kw: Any) -> HumanSet:
+    """A set whose grammar is the list of what its files say, one intent; no files when `package` is
+    not installed (run_set names it)."""
+    return HumanSet(name, files, {"intents": {intent: sorted({text for _, text in files})}}, None, package, **kw)
 
 
 def other_speech() -> list[tuple[str, str]]:
