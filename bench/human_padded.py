@@ -63,7 +63,10 @@ def padded_copies(
     rng = np.random.default_rng(seed)
     out = []
     for audio, _ in files:
-        wave = load_audio(as_wav(audio, folder), RATE).numpy() * np.float32(10 ** (gain_db / 20))
+        # a .raw recording's wav beside the copies would be the copy's own name: read back the next run and
+        # padded, made quieter, again (goforward's "20 dB quieter" was -40 dB on a second run, -60 on a third)
+        source = as_wav(audio, folder / "source")
+        wave = load_audio(source, RATE).numpy() * np.float32(10 ** (gain_db / 20))
         pad = np.zeros(round(seconds * RATE), np.float32)
         wave = np.concatenate([pad, wave, pad])
         if dbfs is not None:

@@ -115,3 +115,20 @@ def test_a_decode_set_reaches_a_bundle_already_trained(tmp_path: Path) -> None:
     decode = human.decode_as_set(stored, recipe, sets)
     assert (decode.reject_nbest_margin, decode.reject_margin, decode.reject_distance) == (0.3, 0.2, 0.15)
     assert decode.model_copy(update={"reject_nbest_margin": 0.0}) == stored
+
+
+def test_padded_copies_of_a_raw_recording_are_made_from_it_every_run(tmp_path: Path) -> None:
+    """bench/human_padded.py: a second run makes the same copies, not copies of the first run's
+    (goforward.raw's wav once shared the copy's name and was padded and made quieter again)."""
+    import numpy as np
+
+    human_padded = pytest.importorskip("human_padded")
+    raw = human.PS_DATA / "goforward.raw"
+    if not raw.is_file():
+        pytest.skip("recordings not installed: make system-deps")
+    files = [(str(raw), "go forward ten meters")]
+    first = sf.read(human_padded.padded_copies(files, tmp_path, 1.0, None, -20.0, seed=0)[0])[0]
+    second = sf.read(human_padded.padded_copies(files, tmp_path, 1.0, None, -20.0, seed=0)[0])[0]
+    original = np.fromfile(raw, dtype="<i2") / 32768
+    assert np.array_equal(first, second) and len(first) == len(original) + 2 * 16000
+    assert abs(np.abs(first).max() / np.abs(original).max() - 0.1) < 0.01  # 20 dB quieter, once
