@@ -1,7 +1,7 @@
 """Human commands spoken in a room, into a far or cheap microphone: does seqx still hear them?
 
 Usage:
-    python bench/human_rooms.py --exp-dir DIR [--exp-dir DIR2 ...] [--sets cards,goforward,alsa] [--draws 3]
+    python bench/human_rooms.py --exp-dir DIR [--exp-dir DIR2 ...] [--sets cards,goforward,alsa] [--draws 3] [--vad-gate P]
                                 [--conditions rooms|talkers|all] [--json]
 
 The recordings `bench/human.py` checks on are close-talk and dry; the people seqx is for speak
@@ -164,6 +164,7 @@ def main() -> None:
     parser.add_argument("--kind", default="speech_embedding", help="the feature kind the models were trained with")
     parser.add_argument("--conditions", choices=sorted(CONDITIONS), default="rooms",
                         help="rooms and microphones, other talkers' pace, pitch and level, or both")
+    parser.add_argument("--vad-gate", type=float, default=None, help="decode.vad_gate; default: each bundle's")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     conditions = CONDITIONS[args.conditions]
@@ -172,6 +173,9 @@ def main() -> None:
         hs = human_sets()[name]
         files = [(a, ref) for a, ref in hs.files if ref]  # commands only (alsa's Noise.wav says nothing)
         bundles = {str(exp_dir): load_set_bundle(exp_dir, name, args.kind) for exp_dir in args.exp_dir}
+        if args.vad_gate is not None:
+            for bundle in bundles.values():
+                bundle.decode = bundle.decode.model_copy(update={"vad_gate": args.vad_gate})
         for condition, room in conditions.items():
             index = list(CONDITIONS["all"]).index(condition)  # the same copies whichever --conditions
             folder = args.exp_dir[0] / "rooms" / name / f"c{index}"
