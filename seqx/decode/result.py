@@ -189,12 +189,15 @@ def heard_speech(wave: np.ndarray, sample_rate: int, threshold: float, vad_model
 
 
 def speech_bounds(
-    wave: np.ndarray, sample_rate: int, threshold: float, vad_model: Path | None = None, first_only: bool = False
+    wave: np.ndarray, sample_rate: int, threshold: float, vad_model: Path | None = None, first_only: bool = False,
+    gate: float | None = None,
 ) -> tuple[int, int] | None:
     """(start, end) samples of the file from the first to the last 32 ms window that reaches
     `threshold` of Silero VAD speech probability; None when none does. The whole file when the
     threshold is 0 or the model is not installed. `first_only`: stop at the first such window
-    (the gate's question; its end is then that window's)."""
+    (the gate's question; its end is then that window's). `gate` (never above `threshold`): a
+    file none of whose windows reaches `threshold` but one reaches `gate` is speech the VAD
+    cannot place, (len(wave), 0), which any span widens (speech_part); one pass either way."""
     vad = _silero(vad_model) if threshold > 0 else None
     if vad is None:
         return 0, len(wave)
@@ -205,17 +208,21 @@ def speech_bounds(
         import soxr
 
         audio = soxr.resample(audio, sample_rate, SAMPLE_RATE)
+    gate = threshold if gate is None else min(gate, threshold)
     vad.reset()
     windower = Windower()
     first = last = -1
+    heard = False  # some window reached the gate
     for index, window in enumerate([*windower.feed(audio), *windower.flush()]):
-        if vad.prob(window) >= threshold:
+        prob = vad.prob(window)
+        heard = heard or prob >= gate
+        if prob >= threshold:
             first = index if first < 0 else first
             last = index
-            if first_only:
-                break
+        if first_only and heard:
+            break
     if first < 0:
-        return None
+        return (len(wave), 0) if heard else None
     scale = sample_rate / SAMPLE_RATE
     return round(first * WINDOW * scale), min(len(wave), round((last + 1) * WINDOW * scale))
 
@@ -239,10 +246,7 @@ def speech_part(
     None (no speech) only when no window reaches `vad_gate` either (None: vad_threshold; never
     above it): a file whose speech Silero hardly believes (band-limited, a radio) is cut by
     loudness alone."""
-    bounds = speech_bounds(wave, sample_rate, vad_threshold, vad_model, first_only=margin_s is None)
-    gate = vad_threshold if vad_gate is None else min(vad_gate, vad_threshold)
-    if bounds is None and gate < vad_threshold and speech_bounds(wave, sample_rate, gate, vad_model, True):
-        bounds = (len(wave), 0)  # speech, but no bounds from the VAD: the loudness span's alone below
+    bounds = speech_bounds(wave, sample_rate, vad_threshold, vad_model, margin_s is None, vad_gate)
     if bounds is None or margin_s is None:
         return None if bounds is None else wave
     loud = speech_span(np.asarray(wave, dtype=np.float32), sample_rate)
