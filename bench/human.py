@@ -324,7 +324,7 @@ def warzone_lines() -> list[tuple[str, str]]:
     folder.mkdir(parents=True, exist_ok=True)
     lines = []
     with zipfile.ZipFile(WARZONE) as wz:
-        where = {Path(n).name: n for n in wz.namelist() if n.endswith(".ogg") and n.split("/")[1:2][0] in WARZONE_SPEECH}
+        where = {Path(n).name: n for n in wz.namelist() if n.endswith(".ogg") and Path(n).parts[1] in WARZONE_SPEECH}
         config = wz.read("audio/audio.cfg").decode("latin-1")
         for name, label in re.findall(r'audio\s+"([^"]+\.ogg)"[^\n]*?/\*\s*(.*?)\s*\*/', config):
             if name not in where or WARZONE_SKIP.search(label):

@@ -2,7 +2,7 @@
 
 Usage:
     python bench/human_padded.py --exp-dir /tmp/seqx-human [--margins none,0.3] [--sets cards,goforward,alsa]
-                                 [--vad-gate P] [--json]
+                                 [--set decode.KEY=VALUE] [--json]
 
 The models are the ones `bench/human.py --exp-dir DIR` trained (one per set, its own grammar);
 nothing is trained here. Each set's command recordings are decoded as the bundle decides (beam,
@@ -30,10 +30,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from human import as_wav, human_sets, load_set_bundle  # noqa: E402
+from human import as_wav, decode_as_set, human_sets, load_set_bundle  # noqa: E402
 
 from seqx.decode.transcribe import transcribe_files  # noqa: E402
 from seqx.featurize.audio import load_audio  # noqa: E402
+from seqx.recipe import DEFAULT_RECIPE, load_recipe  # noqa: E402
 
 RATE = 16000
 # name -> (seconds added before and after, room tone level in dBFS or None for digital silence,
@@ -82,22 +83,23 @@ def main() -> None:
     parser.add_argument("--sets", default="cards,goforward,alsa")
     parser.add_argument("--margins", default="none,0.3", help="decode.speech_margin_s values; none = the whole file")
     parser.add_argument("--kind", default="speech_embedding", help="the feature kind the models were trained with")
-    parser.add_argument("--vad-gate", type=float, default=None, help="decode.vad_gate; default: the bundle's")
+    parser.add_argument("--set", action="append", default=[], metavar="decode.KEY=VALUE",
+                        help="a decode setting over the bundle's own (bench/human.py's --set)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    asked = load_recipe(DEFAULT_RECIPE, args.set)  # the decode.* keys --set names, over each bundle's
     margins = [None if m.strip() == "none" else float(m) for m in args.margins.split(",")]
     rows: list[dict] = []
     for name in args.sets.split(","):
         hs = human_sets()[name]
         bundle = load_set_bundle(args.exp_dir, name, args.kind)
+        bundle.decode = decode_as_set(bundle.decode, asked, args.set)
         files = [(a, ref) for a, ref in hs.files if ref]  # commands only (alsa's Noise.wav says nothing)
         for index, (surround, (seconds, dbfs, gain_db)) in enumerate(SURROUNDS.items()):
             folder = args.exp_dir / "padded" / name / surround.replace(" ", "_").replace(",", "")
             paths = padded_copies(files, folder, seconds, dbfs, gain_db, seed=index)
             for margin in margins:
                 settings = bundle.decode.model_copy(update={"speech_margin_s": margin})
-                if args.vad_gate is not None:
-                    settings = settings.model_copy(update={"vad_gate": args.vad_gate})
                 results = transcribe_files(bundle, paths, settings)
                 rows.append({
                     "set": name, "surround": surround, "margin": margin, "files": len(files),

@@ -1,8 +1,8 @@
 """Human commands spoken in a room, into a far or cheap microphone: does seqx still hear them?
 
 Usage:
-    python bench/human_rooms.py --exp-dir DIR [--exp-dir DIR2 ...] [--sets cards,goforward,alsa] [--draws 3] [--vad-gate P]
-                                [--conditions rooms|talkers|all] [--json]
+    python bench/human_rooms.py --exp-dir DIR [--exp-dir DIR2 ...] [--sets cards,goforward,alsa] [--draws 3]
+                                [--conditions rooms|talkers|all] [--set decode.KEY=VALUE] [--json]
 
 The recordings `bench/human.py` checks on are close-talk and dry; the people seqx is for speak
 across a room to a laptop. Each command recording is played into rooms that pyroomacoustics'
@@ -37,11 +37,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from human import as_wav, human_sets, load_set_bundle  # noqa: E402
+from human import as_wav, decode_as_set, human_sets, load_set_bundle  # noqa: E402
 
 from seqx.decode.reject import without_rejection  # noqa: E402
 from seqx.decode.transcribe import transcribe_files  # noqa: E402
 from seqx.featurize.audio import load_audio  # noqa: E402
+from seqx.recipe import DEFAULT_RECIPE, load_recipe  # noqa: E402
 
 RATE = 16000
 
@@ -164,18 +165,19 @@ def main() -> None:
     parser.add_argument("--kind", default="speech_embedding", help="the feature kind the models were trained with")
     parser.add_argument("--conditions", choices=sorted(CONDITIONS), default="rooms",
                         help="rooms and microphones, other talkers' pace, pitch and level, or both")
-    parser.add_argument("--vad-gate", type=float, default=None, help="decode.vad_gate; default: each bundle's")
+    parser.add_argument("--set", action="append", default=[], metavar="decode.KEY=VALUE",
+                        help="a decode setting over each bundle's own (bench/human.py's --set)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    asked = load_recipe(DEFAULT_RECIPE, args.set)  # the decode.* keys --set names, over each bundle's
     conditions = CONDITIONS[args.conditions]
     rows: list[dict] = []
     for name in args.sets.split(","):
         hs = human_sets()[name]
         files = [(a, ref) for a, ref in hs.files if ref]  # commands only (alsa's Noise.wav says nothing)
         bundles = {str(exp_dir): load_set_bundle(exp_dir, name, args.kind) for exp_dir in args.exp_dir}
-        if args.vad_gate is not None:
-            for bundle in bundles.values():
-                bundle.decode = bundle.decode.model_copy(update={"vad_gate": args.vad_gate})
+        for bundle in bundles.values():
+            bundle.decode = decode_as_set(bundle.decode, asked, args.set)
         for condition, room in conditions.items():
             index = list(CONDITIONS["all"]).index(condition)  # the same copies whichever --conditions
             folder = args.exp_dir[0] / "rooms" / name / f"c{index}"
