@@ -51,14 +51,16 @@ def _key(recipe: Recipe) -> str:
         del settings["synth"]["augment"]  # all off: a corpus made before augmentation existed is still fresh
     elif not recipe.data.synth.augment.lengthen.share:
         del settings["synth"]["augment"]["lengthen"]  # added later: augmented corpora made before it stay fresh
+    other_share = settings["synth"]["oog_other_share"]
+    synthesized = recipe.data.source == "synth"
+    # built once, and only when a key below depends on it
+    grammar = corpus_grammar(recipe.data) if synthesized and (recipe.data.synth.oog_share or other_share == "auto") else None
     if not settings["synth"]["oog_share"]:
         del settings["synth"]["oog_share"]  # added later: corpora made without it stay fresh
-    elif recipe.data.source == "synth" and oog_strings_changed(recipe.data, corpus_grammar(recipe.data)):
+    elif grammar is not None and oog_strings_changed(recipe.data, grammar):
         settings["synth"]["oog_strings"] = 2  # a small grammar's strings since 2026-11-29: its old corpus is stale
-    other_share = settings["synth"]["oog_other_share"]
     if other_share == "auto":  # keyed by what it means for this grammar: the same corpus is the same key
-        synthesized = recipe.data.source == "synth"
-        other_share = other_word_share(recipe.data.synth, corpus_grammar(recipe.data)) if synthesized else 0.0
+        other_share = other_word_share(recipe.data.synth, grammar) if grammar is not None else 0.0
     settings["synth"]["oog_other_share"] = other_share
     if not other_share:
         del settings["synth"]["oog_other_share"]  # the same
