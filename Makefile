@@ -13,15 +13,16 @@ setup: system-deps $(VENV)/.installed
 
 # Debian packages: the TTS engines that make the corpus (espeak-ng, flite, festival voices; piper comes
 # from pip, the `voices` extra), the real human recordings bench/human.py checks on (pocketsphinx-testdata,
-# alsa-utils, asterisk-core-sounds-en-wav with its transcripts, ktuberling-data, warzone2100-data)
+# alsa-utils, asterisk-core-sounds-en-wav with its transcripts, ktuberling-data, warzone2100-data, klettres-data)
 # and PortAudio for `seqx listen`. Installed once; the check is one file per package.
 APT_PKGS = espeak-ng flite festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts pocketsphinx-testdata \
            alsa-utils libportaudio2 asterisk-core-sounds-en-wav asterisk-core-sounds-en ktuberling-data \
-           warzone2100-data
+           warzone2100-data klettres-data
 APT_MARK = /usr/bin/espeak-ng /usr/bin/flite /usr/bin/text2wave /usr/share/festival/voices/english/ked_diphone \
            /usr/share/pocketsphinx/test/data/cards/cards.gram \
            /usr/share/sounds/alsa/Front_Left.wav /usr/share/asterisk/sounds/en_US_f_Allison/digits/14.wav \
-           /usr/share/ktuberling/sounds/en.soundtheme /usr/share/games/warzone2100/base.wz
+           /usr/share/ktuberling/sounds/en.soundtheme /usr/share/games/warzone2100/base.wz \
+           /usr/share/klettres/en/alpha/A.ogg
 system-deps:
 	@for f in $(APT_MARK); do [ -e $$f ] || missing=1; done; \
 	  ldconfig -p | grep -q libportaudio.so || missing=1; \

@@ -2,7 +2,7 @@
 
 Usage:
     python bench/human.py [--sets cards,goforward,alsa,digits,asterisk-numbers,asterisk-dates,asterisk-phrases,
-                          ktuberling,warzone] [--kind speech_embedding|fbank|...]
+                          ktuberling,warzone,letters,klettres-words] [--kind speech_embedding|fbank|...]
                           [--epochs N] [--size N] [--exp-dir /tmp/seqx-human] [--set KEY=VALUE]
                           [--slot-weights W,...] [--json]
 
@@ -46,9 +46,14 @@ Sets (files, reference transcripts):
              by three pilots), 209 files of several voices, a phrase list of 183 lines whose words repeat
              across them; lines with letters, numbers or names (LZ, NEXUS, "10 minutes") left out. Not
              among the other sets' people out of the grammar (added after their figures)
+  letters      klettres-data: KDE's alphabet tutor, two more people (en: American, en_GB: British) saying the
+             26 letters' names (alpha/*.ogg, named by the letter), one letter a command against all 26
+  klettres-words   the same two people's short words (syllab/*.ogg: "car", "jet", "sky"; the sounds aw, ch, th
+             left out), a phrase list of 23 one-syllable words. Neither set is among the other sets' people
+             out of the grammar
 
 Real voices out of the grammar: each grammar-constrained system also hears the other sets'
-recordings (not the spliced dates nor warzone), pocketsphinx-testdata's five LibriVox sentences (read speech,
+recordings (not the spliced dates, warzone nor KLettres'), pocketsphinx-testdata's five LibriVox sentences (read speech,
 librivox/transcription) and something.raw ("go somewhere and do something"), every one whose
 transcript the set's grammar does not hold; the share answered with a command is a false accept
 on a person, the one users hate.
@@ -165,6 +170,7 @@ def human_sets() -> dict[str, HumanSet]:
         **asterisk_sets(),
         **desktop_sets(),
         **game_sets(),
+        **letter_sets(),
     }
 
 
@@ -347,6 +353,42 @@ def game_sets() -> dict[str, HumanSet]:
     hundred short lines whose words repeat across them ("enemy base detected", "enemy base
     eradicated", "scavenger base detected"), the shape of a game's or a machine's voice commands."""
     return {"warzone": phrase_list_set("warzone", warzone_lines(), "line", "warzone2100-data", others_hear=False)}
+
+
+KLETTRES = Path("/usr/share/klettres")
+# KLettres' speakers of English (en: American, "zee"; en_GB: British, "zed") and its syllab/ files that are
+# a sound, not a word (aw, ch, th): a child hears them to type the letters
+KLETTRES_SPEAKERS = ("en", "en_GB")
+KLETTRES_SOUNDS = {"aw", "ch", "th"}
+
+
+def klettres_files(kind: str) -> list[tuple[str, str]]:
+    """(ogg path, what it says) of KLettres' English recordings: `alpha` a letter's name ("b", said
+    "bee"), `syllab` a short word ("car", "jet", "sky"); the file's name is what it says."""
+    files = []
+    for speaker in KLETTRES_SPEAKERS:
+        for path in sorted((KLETTRES / speaker / kind).glob("*.ogg")):
+            said = path.stem.lower()
+            if said not in KLETTRES_SOUNDS:
+                files.append((str(path), said))
+    return files
+
+
+def letter_sets() -> dict[str, HumanSet]:
+    """Two more people, from KDE's alphabet tutor KLettres: an American and a British speaker say the
+    26 letters (`letters`: one letter a command, against all 26, the e-set "b c d e g p t v z" among
+    them, the hardest words a command set can hold) and 16 / 23 short words (`klettres-words`: a
+    phrase list of 23 one-syllable words, "car", "dog", "sky", "the"). Not among the other sets'
+    people out of the grammar (added after their figures)."""
+    letters = klettres_files("alpha")
+    return {
+        "letters": HumanSet(
+            "letters", letters, {"intents": {"letter": ["{letter}"]}, "slots": {"letter": sorted({r for _, r in letters})}},
+            None, "klettres-data", others_hear=False,
+        ),  # fmt: skip
+        "klettres-words": phrase_list_set("klettres-words", klettres_files("syllab"), "word", "klettres-data",
+                                          others_hear=False),
+    }
 
 
 def phrase_list_set(name: str, files: list[tuple[str, str]], intent: str, package: str, **kw: Any) -> HumanSet:

@@ -57,6 +57,13 @@ def test_sets_cover_their_references(tmp_path: Path) -> None:
     assert lines["col011a"] == "cleanse and destroy" and lines["v-eloc3"] == "enemy located"
     assert not {"pcv397", "pcv384", "pcv463", "pcv371", "pcv436"} & set(lines)  # "LZ 1", NEXUS, "10 Minutes", "... to", "...:"
     assert sf.info(sets["warzone"].files[0][0]).samplerate == 16000 and not sets["warzone"].others_hear
+    # two more people: KLettres' letters (named by the letter) and short words, its phonics sounds left out
+    letters = {Path(p).parent.parent.name + "/" + Path(p).stem: r for p, r in sets["letters"].files}
+    assert len(letters) == 52 and sets["letters"].load_grammar().count() == 26
+    assert letters["en/W"] == "w" and letters["en_GB/z"] == "z" and not sets["letters"].others_hear
+    words = [r for _, r in sets["klettres-words"].files]
+    assert len(words) == 39 and sets["klettres-words"].load_grammar().count() == 23
+    assert "sky" in words and not {"aw", "ch", "th"} & set(words)
     recipe = human.set_recipe(human.DEFAULT_RECIPE, sets["alsa"], _args(tmp_path))
     assert recipe.data.synth.grammar is not None and not recipe.data.synth.templates
     # the recipe's own voices (all four engines, flite only in test), overridable with --set
