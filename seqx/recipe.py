@@ -538,6 +538,10 @@ class DecodeSettings(_Section):
     # the grammar's checks even with no gate (docs/benchmarks.md "Radio voices"). Where no window
     # reaches vad_threshold, loudness alone marks the speech. null = vad_threshold (bundles before it)
     vad_gate: Annotated[float, Field(ge=0.0, lt=1.0)] | None = 0.1
+    # pink noise this many dB below the speech is added to the part the model hears: training
+    # utterances nearly all have noise under them (data.synth.noise_share, snr_db), while a person's
+    # recording may be noise-gated or denoised to digital silence around the words. null = none
+    floor_snr_db: Annotated[float, Field(ge=0.0, le=100.0)] | None = None
     # the part of a file the model hears: from this many seconds before the first sound (a 32 ms
     # window Silero VAD calls speech, or a 10 ms frame within 20 dB of the loudest) to as many after
     # the last. Training files have 0.05-0.4 s of lead-in and tail, so one like them is decoded

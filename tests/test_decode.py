@@ -23,7 +23,7 @@ from seqx.data.manifest import read_manifest, write_manifest
 from seqx.data.noise import NOISE_KINDS, make_noise
 from seqx.decode.bundle import Bundle
 from seqx.decode.evaluate import evaluate
-from seqx.decode.result import speech_bounds, speech_part
+from seqx.decode.result import Result, gate, speech_bounds, speech_part
 from seqx.decode.transcribe import transcribe_files
 from seqx.errors import SeqxError
 from seqx.featurize.span import speech_span
@@ -161,6 +161,28 @@ def test_speech_through_a_radio_band_passes_the_gate_and_loudness_marks_it(espea
     assert part is not None and len(part) == min(len(radio), last + 8000) - max(0, first - 8000) < len(radio)
     assert speech_part(radio, 16000, 0.5, None, vad_gate=0.1) is radio  # margin null: the whole file
     assert speech_part(radio, 16000, 0.0, 0.5, vad_gate=0.1) is not None  # vad_threshold 0: no gate at all
+
+
+def test_the_noise_floor_fills_digital_silence_the_same_way_every_time(espeak_wav, tmp_path: Path) -> None:
+    """decode.floor_snr_db: a noise-gated recording (exact zeros around the word) reaches the model
+    over pink noise that far below the speech, seeded, so a file decodes the same every run; null
+    leaves the part as it was."""
+    from seqx.featurize.samples import read_samples
+
+    speech = read_samples(espeak_wav(tmp_path / "c.wav"), 16000)
+    gated = np.concatenate([np.zeros(8000), np.where(np.abs(speech) > 0.01, speech, 0.0), np.zeros(8000)])
+    gated = gated.astype(np.float32)
+    plain = gate(Result(path="x"), gated, 16000, -60.0, 0.5, margin_s=0.5)
+    floored = gate(Result(path="x"), gated, 16000, -60.0, 0.5, margin_s=0.5, floor_snr_db=40.0)
+    assert plain is not None and floored is not None and floored.shape == plain.shape
+    assert np.mean(plain == 0) > 0.2 and np.mean(floored == 0) < 0.001  # the zeros are gone
+    added = floored - plain
+    loud = plain[np.abs(plain) > 0.02 * np.abs(plain).max()]
+    assert 10 * np.log10(np.mean(loud**2) / np.mean(added**2)) == pytest.approx(40.0, abs=0.1)
+    again = gate(Result(path="x"), gated, 16000, -60.0, 0.5, margin_s=0.5, floor_snr_db=40.0)
+    assert again is not None and np.array_equal(again, floored)
+    silent = gate(Result(path="x"), np.zeros(16000, np.float32), 16000, -60.0, 0.5, floor_snr_db=40.0)
+    assert silent is None  # digital silence is still silence: the floor comes after the gates
 
 
 def test_clipped_starts_are_not_passed_off_as_commands(trained: tuple[Recipe, Bundle], tmp_path: Path) -> None:

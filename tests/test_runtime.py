@@ -93,7 +93,8 @@ def test_fp32_export_transcribes_the_test_split_like_torch(trained: tuple[Recipe
     # free_ctc_weight: the free beam beside the grammar's, and free decoding, at another CTC weight
     for options in ({}, {"greedy": True}, {"nbest": 3}, {"grammar": "none"}, {"free_ctc_weight": 0.0},
                     {"grammar": "none", "free_ctc_weight": 0.1}, {"reject_nbest_margin": 50.0},
-                    {"vad_gate": 0.5}):  # the gate at vad_threshold: the corpus's noise files no speech
+                    {"vad_gate": 0.5},  # the gate at vad_threshold: the corpus's noise files no speech
+                    {"floor_snr_db": 40.0}):  # a noise floor under the part the model hears, the same in both
         torch_results = transcribe_files(bundle, paths, bundle.decode.merged(**options))
         onnx_results = runtime_transcribe(exported, paths, settings_for(exported, **options))
         _same_results(onnx_results, torch_results, options)

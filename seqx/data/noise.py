@@ -68,6 +68,21 @@ def draw_noise(kind: str, n: int, sample_rate: int, rng: np.random.Generator, se
     return (noise / np.float32(rms)).astype(np.float32, copy=False)
 
 
+FLOOR_SEED = 2026  # the decode-time noise floor's generator: the same noise for the same length, every run
+
+
+def with_noise_floor(speech: np.ndarray, sample_rate: int, snr_db: float) -> np.ndarray:
+    """`speech` over pink noise `snr_db` below it, the same noise for the same length every time.
+
+    Decoding adds it (`decode.floor_snr_db`): nearly every training utterance has noise under it
+    (data.synth.noise_share, at 5-40 dB), while a person's recording may be noise-gated or
+    denoised to digital silence between and around the words, which the model seldom heard.
+    """
+    rng = np.random.default_rng([FLOOR_SEED, speech.size])
+    noise = make_noise("pink", speech.size, sample_rate, rng)
+    return mix_at_snr(np.asarray(speech, dtype=np.float32), noise, snr_db).astype(np.float32, copy=False)
+
+
 def mix_at_snr(speech: np.ndarray, noise: np.ndarray, snr_db: float) -> np.ndarray:
     """Add `noise` scaled so that speech power / noise power = snr_db (speech power over its active part)."""
     magnitude = np.abs(speech)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from seqx.data.noise import with_noise_floor
 from seqx.decode.distance import distances
 from seqx.featurize.span import speech_span
 
@@ -273,10 +274,12 @@ def _silero(path: Path | None = None):  # noqa: ANN202 (SileroVad | None; import
 def gate(
     result: Result, wave: np.ndarray, sample_rate: int, silence_dbfs: float, vad_threshold: float,
     vad_model: Path | None = None, margin_s: float | None = None, vad_gate: float | None = None,
+    floor_snr_db: float | None = None,
 ) -> np.ndarray | None:
     """Silence and no-speech checks before the model is asked: None when the file stops here
     (`result` says why), else the part of it to decode (`speech_part`: the speech and `margin_s`
-    either side; the whole file when `margin_s` is None)."""
+    either side; the whole file when `margin_s` is None), over a pink noise floor `floor_snr_db`
+    below the speech when that is set (seqx/data/noise.py `with_noise_floor`)."""
     wave = np.asarray(wave, dtype=np.float32)
     if wave.size == 0 or loudness_dbfs(wave, sample_rate) < silence_dbfs:
         # digital silence is unlike anything a model trains on; don't let it guess a command
@@ -285,6 +288,8 @@ def gate(
     part = speech_part(wave, sample_rate, vad_threshold, margin_s, vad_model, vad_gate)
     if part is None:
         result.no_speech, result.reason = True, "no speech"
+    elif floor_snr_db is not None:
+        part = with_noise_floor(part, sample_rate, floor_snr_db)
     return part
 
 

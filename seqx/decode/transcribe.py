@@ -174,7 +174,8 @@ def _gate(result: Result, wave: torch.Tensor, sample_rate: int, settings: Decode
     """Silence and no-speech checks before the model is asked, and the part of the wave to decode
     (seqx/decode/result.py gate); None when the file stops here."""
     part = gate(result, wave.numpy(), sample_rate, settings.silence_dbfs, settings.vad_threshold,
-                margin_s=settings.speech_margin_s, vad_gate=settings.vad_gate)  # fmt: skip
+                margin_s=settings.speech_margin_s, vad_gate=settings.vad_gate,
+                floor_snr_db=settings.floor_snr_db)  # fmt: skip
     return None if part is None else torch.from_numpy(np.ascontiguousarray(part))
 
 

@@ -26,14 +26,14 @@ SETTINGS = (
     "beam", "nbest", "ctc_weight", "free_ctc_weight", "length_penalty", "max_len_ratio", "max_len", "batch_size",
     "max_segment_s", "min_confidence", "max_ctc_gap", "silence_dbfs", "grammar", "reject_margin", "free_beam",
     "reject_distance", "vad_threshold", "slot_weight", "speech_margin_s", "views", "reject_nbest_margin",
-    "reject_distance_slack", "gap_forgives_insertions", "vad_gate",
+    "reject_distance_slack", "gap_forgives_insertions", "vad_gate", "floor_snr_db",
 )  # fmt: skip
 # an export's config from before a setting existed
 DEFAULTS = {"grammar": "recipe", "free_ctc_weight": None, "reject_margin": "auto", "free_beam": 0,
             "reject_distance": "auto", "vad_threshold": 0.0, "max_segment_s": 20.0, "slot_weight": 0.0,
             "speech_margin_s": 0.5, "views": 1, "reject_nbest_margin": 0.0,
             "reject_distance_slack": 0, "gap_forgives_insertions": False,
-            "vad_gate": None}
+            "vad_gate": None, "floor_snr_db": None}
 
 
 def settings_for(model: ExportedModel, **options: Any) -> dict[str, Any]:
@@ -173,7 +173,7 @@ def transcribe_files(model: ExportedModel, paths: list[str], settings: dict[str,
 def _gate(model: ExportedModel, result: Result, wave: np.ndarray, settings: dict[str, Any]) -> np.ndarray | None:
     """The silence and no-speech checks, and the part of the wave to decode (seqx.decode.result.gate)."""
     return gate(result, wave, model.sample_rate, settings["silence_dbfs"], settings["vad_threshold"],
-                model.vad_model, settings["speech_margin_s"], settings["vad_gate"])  # fmt: skip
+                model.vad_model, settings["speech_margin_s"], settings["vad_gate"], settings["floor_snr_db"])  # fmt: skip
 
 
 def _transcribe_long(model: ExportedModel, result: Result, wave: np.ndarray, settings: dict[str, Any]) -> None:
