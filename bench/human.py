@@ -381,13 +381,12 @@ def letter_sets() -> dict[str, HumanSet]:
     phrase list of 23 one-syllable words, "car", "dog", "sky", "the"). Not among the other sets'
     people out of the grammar (added after their figures)."""
     letters = klettres_files("alpha")
+    grammar = {"intents": {"letter": ["{letter}"]}, "slots": {"letter": sorted({r for _, r in letters})}}
     return {
-        "letters": HumanSet(
-            "letters", letters, {"intents": {"letter": ["{letter}"]}, "slots": {"letter": sorted({r for _, r in letters})}},
-            None, "klettres-data", others_hear=False,
-        ),  # fmt: skip
-        "klettres-words": phrase_list_set("klettres-words", klettres_files("syllab"), "word", "klettres-data",
-                                          others_hear=False),
+        "letters": HumanSet("letters", letters, grammar, None, "klettres-data", others_hear=False),
+        "klettres-words": phrase_list_set(
+            "klettres-words", klettres_files("syllab"), "word", "klettres-data", others_hear=False
+        ),
     }
 
 
