@@ -48,12 +48,13 @@ def choose_reject_thresholds(recipe: Recipe, grammar: Grammar, reporter: Reporte
     from seqx.decode.reject import calibrate
 
     bundle = load_bundle(recipe.bundle_dir, device=device)
-    # the thresholds are chosen for the recipe's distance slack, and the bundle keeps that rule and the
-    # recipe's gap rule (an older bundle chosen again moves to them; calibrate itself measures the
-    # usual gap either way)
+    # the thresholds are chosen for the recipe's distance slack, and the bundle keeps that rule, the
+    # recipe's gap rule and its noise floor (an older bundle chosen again moves to them; calibrate
+    # itself measures the usual gap either way, and hears valid over the floor it will decode with)
     bundle.decode = bundle.decode.model_copy(update={
         "reject_distance_slack": recipe.decode.reject_distance_slack,
-        "gap_forgives_insertions": recipe.decode.gap_forgives_insertions})  # fmt: skip
+        "gap_forgives_insertions": recipe.decode.gap_forgives_insertions,
+        "floor_snr_db": recipe.decode.floor_snr_db})  # fmt: skip
     found = calibrate(recipe, bundle, grammar, reporter)
     chosen = {"reject_margin": found.margin}
     if recipe.decode.reject_distance == "auto":
