@@ -108,6 +108,12 @@ def test_an_older_bundle_keeps_its_distance_rule_until_chosen_again(trained: tup
     assert again["decode"]["reject_distance_slack"] == 1
     assert load_bundle(recipe.bundle_dir).decode.reject_distance_slack == 1
     assert again["reject"] == {**config["reject"]}  # the same model, the same rule: the same choice
+    # a bundle from before decode.floor_snr_db has none; chosen again under a recipe with one, it keeps it
+    assert "floor_snr_db" in again["decode"] and again["decode"]["floor_snr_db"] is None
+    floored = recipe.model_copy(update={"decode": recipe.decode.model_copy(update={"floor_snr_db": 40.0})})
+    choose_reject_thresholds(floored, bundle.grammar, Collect(), torch.device("cpu"))
+    assert load_bundle(recipe.bundle_dir).decode.floor_snr_db == 40.0
+    path.write_text(json.dumps(again))  # as it was, for the other tests of the module
 
 
 def test_choose_pair_uses_both_checks() -> None:
