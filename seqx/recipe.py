@@ -541,8 +541,8 @@ class DecodeSettings(_Section):
     # pink noise this many dB below the speech is added to the part the model hears: training
     # utterances nearly all have noise under them (data.synth.noise_share, snr_db), while a person's
     # recording may be noise-gated or denoised to digital silence around the words. null = none.
-    # At 40 on ten human sets: 551 -> 556 of 613 right, people out of the grammar answered 153 -> 161
-    # of 2,323 (docs/benchmarks.md "A noise floor"): a trade on one seed, so off by default
+    # At 40 on eleven human sets: 552 -> 557 of 614 right, people out of the grammar answered 154 -> 162
+    # of 2,581 (docs/benchmarks.md "A noise floor"): a trade on one seed, so off by default
     floor_snr_db: Annotated[float, Field(ge=0.0, le=100.0)] | None = None
     # the part of a file the model hears: from this many seconds before the first sound (a 32 ms
     # window Silero VAD calls speech, or a 10 ms frame within 20 dB of the loudest) to as many after
