@@ -103,6 +103,9 @@ def test_real_voices_out_of_each_grammar(tmp_path: Path) -> None:
     # Noise.wav says nothing. The spliced dates are no one's people out of the grammar
     cards_people = human.human_out_of_grammar(sets["cards"], sets["cards"].load_grammar(), recipe)
     assert len(cards_people) == 8 + 1 + 1 + 6 + 140 + 28 + 70
+    # --all-people: warzone's and KLettres' files too, none of which is a card
+    everyone = human.human_out_of_grammar(sets["cards"], sets["cards"].load_grammar(), recipe, everyone=True)
+    assert len(everyone) == len(cards_people) + 209 + 52 + 39 and set(cards_people) < set(everyone)
     # the digits speaker is a person saying numbers, as TIDIGITS names the file
     assert sets["digits"].load_grammar().parse("two nine three four zero").slots["digit_5"] == "zero"
 
