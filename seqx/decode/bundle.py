@@ -235,7 +235,9 @@ def _load_bundle(folder: Path, device: str | torch.device) -> Bundle:
         extractor=FeatureExtractor(features, int(config["sample_rate"])),
         # a bundle from before the distance slack keeps the rule its thresholds were chosen under, and
         # one from before the no-speech gate had its own setting gates at vad_threshold
-        decode=DecodeSettings.model_validate({"reject_distance_slack": 0, "vad_gate": None, "floor_snr_db": None, **config["decode"]}),
+        decode=DecodeSettings.model_validate(
+            {"reject_distance_slack": 0, "vad_gate": None, "floor_snr_db": None, **config["decode"]}
+        ),
         folder=folder,
         grammar=Grammar.from_dict(config["grammar"]) if config.get("grammar") else None,
         heads=heads,

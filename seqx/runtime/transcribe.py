@@ -173,7 +173,8 @@ def transcribe_files(model: ExportedModel, paths: list[str], settings: dict[str,
 def _gate(model: ExportedModel, result: Result, wave: np.ndarray, settings: dict[str, Any]) -> np.ndarray | None:
     """The silence and no-speech checks, and the part of the wave to decode (seqx.decode.result.gate)."""
     return gate(result, wave, model.sample_rate, settings["silence_dbfs"], settings["vad_threshold"],
-                model.vad_model, settings["speech_margin_s"], settings["vad_gate"], settings["floor_snr_db"])  # fmt: skip
+                model.vad_model, settings["speech_margin_s"], settings["vad_gate"],
+                settings["floor_snr_db"])  # fmt: skip
 
 
 def _transcribe_long(model: ExportedModel, result: Result, wave: np.ndarray, settings: dict[str, Any]) -> None:
