@@ -53,10 +53,10 @@ Sets (files, reference transcripts):
              out of the grammar
 
 Real voices out of the grammar: each grammar-constrained system also hears the other sets'
-recordings (not the spliced dates, nor warzone's and KLettres' unless --all-people), pocketsphinx-testdata's five LibriVox sentences (read speech,
-librivox/transcription) and something.raw ("go somewhere and do something"), every one whose
-transcript the set's grammar does not hold; the share answered with a command is a false accept
-on a person, the one users hate.
+recordings (not the spliced dates, nor warzone's and KLettres' unless --all-people),
+pocketsphinx-testdata's five LibriVox sentences (read speech, librivox/transcription) and
+something.raw ("go somewhere and do something"), every one whose transcript the set's grammar does
+not hold; the share answered with a command is a false accept on a person, the one users hate.
 """
 
 from __future__ import annotations
@@ -433,14 +433,18 @@ def set_model_name(set_name: str, kind: str) -> str:
     return f"human-{set_name}-{kind.replace('+', '-')}"
 
 
-def load_set_bundle(exp_dir: Path, set_name: str, kind: str):
-    """The bundle `bench/human.py --exp-dir EXP_DIR` trained for a set, for the benches that only decode."""
+def load_set_bundle(exp_dir: Path, set_name: str, kind: str, sets: list[str] | tuple[str, ...] = ()):
+    """The bundle `bench/human.py --exp-dir EXP_DIR` trained for a set, for the benches that only decode,
+    with the decode.* keys of `sets` (--set KEY=VALUE items) over its own (decode_as_set)."""
     from seqx.decode.bundle import load_bundle
 
     model = exp_dir / set_model_name(set_name, kind) / "model"
     if not model.is_dir():
         raise SystemExit(f"{model}: no model; run bench/human.py --exp-dir {exp_dir} first")
-    return load_bundle(model)
+    bundle = load_bundle(model)
+    if sets:
+        bundle.decode = decode_as_set(bundle.decode, load_recipe(DEFAULT_RECIPE, list(sets)), list(sets))
+    return bundle
 
 
 def set_recipe(base: Path, hs: HumanSet, args: argparse.Namespace) -> Recipe:
@@ -504,7 +508,8 @@ def decode_as_set(stored: DecodeSettings, recipe: Recipe, sets: list[str]) -> De
     without it a --set decode.X would change nothing on a bundle already trained (--skip-train).
     `auto` keeps the bundle's choice (what training chose is what `auto` means)."""
     named = [item.split("=", 1)[0].removeprefix("decode.") for item in sets if item.startswith("decode.")]
-    return stored.model_copy(update={k: getattr(recipe.decode, k) for k in named if getattr(recipe.decode, k) != "auto"})
+    asked = {k: getattr(recipe.decode, k) for k in named}
+    return stored.model_copy(update={k: v for k, v in asked.items() if v != "auto"})
 
 
 def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:

@@ -30,11 +30,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from human import as_wav, decode_as_set, human_sets, load_set_bundle  # noqa: E402
+from human import as_wav, human_sets, load_set_bundle  # noqa: E402
 
 from seqx.decode.transcribe import transcribe_files  # noqa: E402
 from seqx.featurize.audio import load_audio  # noqa: E402
-from seqx.recipe import DEFAULT_RECIPE, load_recipe  # noqa: E402
 
 RATE = 16000
 # name -> (seconds added before and after, room tone level in dBFS or None for digital silence,
@@ -87,13 +86,11 @@ def main() -> None:
                         help="a decode setting over the bundle's own (bench/human.py's --set)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    asked = load_recipe(DEFAULT_RECIPE, args.set)  # the decode.* keys --set names, over each bundle's
     margins = [None if m.strip() == "none" else float(m) for m in args.margins.split(",")]
     rows: list[dict] = []
     for name in args.sets.split(","):
         hs = human_sets()[name]
-        bundle = load_set_bundle(args.exp_dir, name, args.kind)
-        bundle.decode = decode_as_set(bundle.decode, asked, args.set)
+        bundle = load_set_bundle(args.exp_dir, name, args.kind, args.set)
         files = [(a, ref) for a, ref in hs.files if ref]  # commands only (alsa's Noise.wav says nothing)
         for index, (surround, (seconds, dbfs, gain_db)) in enumerate(SURROUNDS.items()):
             folder = args.exp_dir / "padded" / name / surround.replace(" ", "_").replace(",", "")

@@ -37,12 +37,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from human import as_wav, decode_as_set, human_sets, load_set_bundle  # noqa: E402
+from human import as_wav, human_sets, load_set_bundle  # noqa: E402
 
 from seqx.decode.reject import without_rejection  # noqa: E402
 from seqx.decode.transcribe import transcribe_files  # noqa: E402
 from seqx.featurize.audio import load_audio  # noqa: E402
-from seqx.recipe import DEFAULT_RECIPE, load_recipe  # noqa: E402
 
 RATE = 16000
 
@@ -169,15 +168,12 @@ def main() -> None:
                         help="a decode setting over each bundle's own (bench/human.py's --set)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    asked = load_recipe(DEFAULT_RECIPE, args.set)  # the decode.* keys --set names, over each bundle's
     conditions = CONDITIONS[args.conditions]
     rows: list[dict] = []
     for name in args.sets.split(","):
         hs = human_sets()[name]
         files = [(a, ref) for a, ref in hs.files if ref]  # commands only (alsa's Noise.wav says nothing)
-        bundles = {str(exp_dir): load_set_bundle(exp_dir, name, args.kind) for exp_dir in args.exp_dir}
-        for bundle in bundles.values():
-            bundle.decode = decode_as_set(bundle.decode, asked, args.set)
+        bundles = {str(exp_dir): load_set_bundle(exp_dir, name, args.kind, args.set) for exp_dir in args.exp_dir}
         for condition, room in conditions.items():
             index = list(CONDITIONS["all"]).index(condition)  # the same copies whichever --conditions
             folder = args.exp_dir[0] / "rooms" / name / f"c{index}"
