@@ -173,6 +173,10 @@ class AugmentSettings(_Section):
 # (docs/benchmarks.md "Everyday English for small grammars", "The bound at 32 words")
 SMALL_GRAMMAR_WORDS = 32
 AUTO_OTHER_SHARE = 0.2
+# ... and so does a grammar of one-word commands of any size (KTuberling's 70 object names): its own
+# words strung together are 2 to 6 words long, never the one other word a person says alone
+# (docs/benchmarks.md "One-word commands and everyday English")
+ONE_WORD_COMMANDS_SHARE = 0.5  # at least this share of its commands (drawn by weight) one word long
 
 
 class SynthSettings(_Section):
@@ -256,7 +260,8 @@ class SynthSettings(_Section):
     # of those out-of-grammar strings, this share is made of everyday English words the grammar does
     # not use (seqx/data/other_words.txt): speech that is none of the commands, which a model trained
     # on a small grammar otherwise hears as the nearest command (docs/data.md). 0 = grammar words only;
-    # auto = AUTO_OTHER_SHARE for a grammar of at most SMALL_GRAMMAR_WORDS words, else 0
+    # auto = AUTO_OTHER_SHARE for a grammar of at most SMALL_GRAMMAR_WORDS words or of one-word
+    # commands (ONE_WORD_COMMANDS_SHARE), else 0
     oog_other_share: Annotated[float, Field(ge=0.0, le=1.0)] | Literal["auto"] = 0.0
     valid_voices: int = Field(4, ge=1)  # voices reserved for valid (never in train)
     test_voices: int = Field(6, ge=1)  # voices reserved for test (never in train or valid)

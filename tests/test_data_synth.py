@@ -17,7 +17,7 @@ from seqx.data.synth import OOG_SUFFIX, plan_corpus, render, with_pauses
 from seqx.data.voices import all_voices, distinct_voices
 from seqx.errors import SeqxError
 from seqx.featurize.span import speech_span
-from seqx.grammar import GrammarError, is_heldout, load_grammar
+from seqx.grammar import Grammar, GrammarError, is_heldout, load_grammar
 from seqx.grammar.heldout import kept_words
 from seqx.recipe import Recipe, RecipeError, Voice, load_recipe
 from seqx.report import Collect
@@ -200,9 +200,12 @@ def test_auto_other_word_share_follows_the_grammars_size() -> None:
     copies = (OOG_SUFFIX, CLIPPED_SUFFIX, TIGHT_SUFFIX)
     commands = sum(p.split == "train" and bool(p.text) and not p.id.endswith(copies) for p in plans)
     pool = set(other_words(small_grammar))
-    everyday = [t for t in oog if any(w in pool for w in t.split())]
-    # strings of its own six words first, the ones made without everyday English (fewer), then the everyday ones
-    assert len(everyday) == round(AUTO_OTHER_SHARE * round(small.data.synth.oog_share * commands)) > 0
+    # strings of its own six words first, the ones made without everyday English (fewer), then the everyday
+    # ones (a fifth of whose words are the grammar's own: a short one may be all its own words)
+    count = round(AUTO_OTHER_SHARE * round(small.data.synth.oog_share * commands))
+    everyday = oog[len(oog) - count :]
+    assert count > 0 and sum(any(w in pool for w in t.split()) for t in everyday) > 0.8 * count
+    assert not any(w in pool for t in oog[: len(oog) - count] for w in t.split())
     own = [p.text for p in plan_corpus(none.data)[0] if p.id.endswith(OOG_SUFFIX)]
     assert len(own) == len(oog) and not any(small_grammar.accepts(t) for t in oog)
     assert oog == own[: len(oog) - len(everyday)] + everyday
@@ -417,3 +420,37 @@ def test_a_grammar_file_is_part_of_the_cache_key(tmp_path: Path) -> None:
     assert said <= {"lights on", "lights off", "open the door", "close the door"}
     grammar.write_text("lights on\nlights off\n")
     assert not run_data_stage(recipe).fresh
+
+
+def test_one_word_commands_hear_one_other_word_alone() -> None:
+    """A grammar of one-word commands gets everyday English under `auto` whatever its size (its own
+    words strung together are never one word long), and about half of everyday-English strings are
+    as long as a command: mostly one word for it, 1 to 8 for a grammar of longer commands."""
+    from seqx.data.synth import one_word_share, other_word_share
+    from seqx.decode.negatives import other_word_sentences, other_words
+    from seqx.recipe import AUTO_OTHER_SHARE, SMALL_GRAMMAR_WORDS
+
+    names = [f"thing{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(40)]  # 40 made-up one-word names
+    one_word = "{intents: {pick: ['{name}']}, slots: {name: [" + ", ".join(names) + "]}}"
+    recipe = load_recipe(REPO / "recipes/commands.yaml", ["data.size=400", f"data.synth.grammar={one_word}"])
+    grammar = load_grammar(recipe)
+    assert grammar is not None and len(grammar.vocabulary()) == 40 > SMALL_GRAMMAR_WORDS
+    assert one_word_share(grammar) == 1.0
+    assert other_word_share(recipe.data.synth, grammar) == AUTO_OTHER_SHARE
+    two_words = "{intents: {pick: ['take {name}']}, slots: {name: [" + ", ".join(names) + "]}}"
+    longer = load_recipe(REPO / "recipes/commands.yaml", ["data.size=400", f"data.synth.grammar={two_words}"])
+    longer_grammar = load_grammar(longer)
+    assert longer_grammar is not None and one_word_share(longer_grammar) == 0.0
+    assert other_word_share(longer.data.synth, longer_grammar) == 0.0
+
+    def lengths(g: Grammar) -> list[int]:
+        said = other_word_sentences(g, 400, np.random.default_rng(0))
+        assert len(said) == 400 and not any(g.accepts(t) for _, t in said)
+        assert set(w for _, t in said for w in t.split()) <= set(other_words(g)) | set(g.vocabulary())
+        return [len(t.split()) for _, t in said]
+
+    alone = lengths(grammar)
+    assert 0.45 < alone.count(1) / len(alone) < 0.7  # half command-long (one word) + an eighth of the rest
+    assert max(alone) == 8
+    paired = lengths(longer_grammar)
+    assert paired.count(1) / len(paired) < 0.15 and 0.45 < paired.count(2) / len(paired) < 0.7

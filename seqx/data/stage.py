@@ -10,7 +10,7 @@ import numpy as np
 
 from seqx.data.importers import check_rows, read_rows
 from seqx.data.manifest import Utterance, read_manifest, write_manifest
-from seqx.data.synth import SPLITS, corpus_grammar, oog_strings_changed, other_word_share, synthesize
+from seqx.data.synth import OTHER_LENGTHS, SPLITS, corpus_grammar, oog_strings_changed, other_word_share, synthesize
 from seqx.errors import SeqxError
 from seqx.faults import fault_point
 from seqx.lock import stage_lock
@@ -64,6 +64,8 @@ def _key(recipe: Recipe) -> str:
     settings["synth"]["oog_other_share"] = other_share
     if not other_share:
         del settings["synth"]["oog_other_share"]  # the same
+    elif recipe.data.synth.oog_share:
+        settings["synth"]["other_lengths"] = OTHER_LENGTHS  # everyday English's lengths since 2026-11-29
     if not settings["synth"]["word_balance"]:
         del settings["synth"]["word_balance"]  # the same
     if "hibari" not in {*recipe.data.synth.engines, recipe.data.synth.test_engine}:

@@ -32,7 +32,14 @@ from seqx.featurize.span import speech_span
 from seqx.grammar.heldout import draw, kept_words
 from seqx.grammar.load import grammar_from_settings
 from seqx.grammar.model import Grammar
-from seqx.recipe import AUTO_OTHER_SHARE, SMALL_GRAMMAR_WORDS, DataSettings, SynthSettings, Voice
+from seqx.recipe import (
+    AUTO_OTHER_SHARE,
+    ONE_WORD_COMMANDS_SHARE,
+    SMALL_GRAMMAR_WORDS,
+    DataSettings,
+    SynthSettings,
+    Voice,
+)
 from seqx.report import Reporter
 from seqx.workers import worker_pool
 
@@ -42,6 +49,8 @@ CLIPPED_SEED_OFFSET = 5_000_000  # a clipped copy's noise seed: apart from every
 TIGHT_SEED_OFFSET = 6_000_000  # ... and a tight copy's
 OOG_SEED_OFFSET = 7_000_000  # ... and an out-of-grammar training utterance's
 OOG_SUFFIX = "-oog"
+ONE_WORD_SEED = 19  # one_word_share's fixed stream
+OTHER_LENGTHS = 2  # everyday-English strings half command-long since 2026-11-29 (negatives.py): keys say so
 
 
 @dataclass(frozen=True)
@@ -83,10 +92,19 @@ def corpus_grammar(settings: DataSettings, name: str = "commands") -> Grammar:
 def other_word_share(synth: SynthSettings, grammar: Grammar) -> float:
     """`oog_other_share` with `auto` resolved by the grammar's size: a grammar of a handful of words
     has hardly any out-of-grammar strings of its own words that are not nearly commands, so its model
-    must hear everyday English to learn what "none of them" sounds like (recipe.SMALL_GRAMMAR_WORDS)."""
+    must hear everyday English to learn what "none of them" sounds like (recipe.SMALL_GRAMMAR_WORDS);
+    so must a grammar of one-word commands, whose own-word strings are never one word long."""
     if synth.oog_other_share != "auto":
         return synth.oog_other_share
-    return AUTO_OTHER_SHARE if len(grammar.vocabulary()) <= SMALL_GRAMMAR_WORDS else 0.0
+    small = len(grammar.vocabulary()) <= SMALL_GRAMMAR_WORDS
+    return AUTO_OTHER_SHARE if small or one_word_share(grammar) >= ONE_WORD_COMMANDS_SHARE else 0.0
+
+
+def one_word_share(grammar: Grammar, draws: int = 400) -> float:
+    """The share of the grammar's commands, drawn by weight, that are one word (a fixed stream: the
+    same grammar always gets the same answer, so a corpus's key does)."""
+    rng = np.random.default_rng(ONE_WORD_SEED)
+    return sum(len(grammar.sample(rng).text.split()) == 1 for _ in range(draws)) / draws
 
 
 def plan_corpus(

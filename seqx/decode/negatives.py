@@ -29,7 +29,7 @@ import soundfile as sf
 
 from seqx.data.manifest import read_manifest
 from seqx.data.noise import NOISE_KINDS, draw_noise
-from seqx.data.synth import Plan, other_word_share, render
+from seqx.data.synth import OTHER_LENGTHS, Plan, other_word_share, render
 from seqx.data.voices import all_voices, voice_name
 from seqx.errors import SeqxError
 from seqx.grammar.model import Grammar
@@ -43,6 +43,8 @@ NOISE_SECONDS = 2.0
 OOG_KINDS = ("shuffled", "swapped", "random")
 MAX_MISSES = 50  # draws in a row one strategy may fail before the next takes its turn
 MANIFEST = "negatives.jsonl"
+MAX_OTHER_WORDS = 8  # the longest everyday-English string
+COMMAND_LENGTH_SHARE = 0.5  # of everyday-English strings as long as one of the grammar's commands
 
 
 @dataclass(frozen=True)
@@ -118,15 +120,24 @@ def other_words(grammar: Grammar) -> list[str]:
 
 def other_word_sentences(grammar: Grammar, n: int, rng: np.random.Generator) -> list[tuple[str, str]]:
     """n ("other", sentence) pairs of 1 to 8 words, most of them words the grammar does not use
-    (other_words) and about one in five its own: speech that is none of its commands."""
+    (other_words) and about one in five its own: speech that is none of its commands.
+
+    Half are as long as a command drawn from the grammar, the rest 1 to 8 words: a person who says
+    something else to a recognizer of one-word commands says one word, and a length drawn from 1 to 8
+    alone made that one string in eight.
+    """
     pool, vocab = other_words(grammar), grammar.vocabulary()
     found: list[tuple[str, str]] = []
     for _ in range(20 * n):
         if len(found) >= n:
             break
+        if rng.random() < COMMAND_LENGTH_SHARE:
+            length = min(len(grammar.sample(rng).text.split()), MAX_OTHER_WORDS)
+        else:
+            length = int(rng.integers(1, MAX_OTHER_WORDS + 1))
         words = [
             vocab[int(rng.integers(len(vocab)))] if rng.random() < 0.2 else pool[int(rng.integers(len(pool)))]
-            for _ in range(int(rng.integers(1, 9)))
+            for _ in range(length)
         ]
         sentence = " ".join(words)
         if not grammar.accepts(sentence):
@@ -176,7 +187,8 @@ def build_negatives(
     synth = recipe.data.synth
     key = fingerprint("negatives-3", grammar.to_dict(), [voice_name(v) for v in voices], n_oog, noise_repeats,
                       recipe.data.seed, recipe.data.sample_rate, synth.rate_wpm, synth.pitch, synth.amplitude,
-                      synth.snr_db, synth.lead_s, synth.trail_s)  # fmt: skip
+                      synth.snr_db, synth.lead_s, synth.trail_s,
+                      *([OTHER_LENGTHS] if other_word_share(synth, grammar) else []))  # fmt: skip
     if is_fresh(folder, key) and (folder / MANIFEST).is_file():
         return read_negatives(folder / MANIFEST)
     folder.mkdir(parents=True, exist_ok=True)
