@@ -50,7 +50,7 @@ TIGHT_SEED_OFFSET = 6_000_000  # ... and a tight copy's
 OOG_SEED_OFFSET = 7_000_000  # ... and an out-of-grammar training utterance's
 OOG_SUFFIX = "-oog"
 ONE_WORD_SEED = 19  # one_word_share's fixed stream
-OTHER_LENGTHS = 2  # everyday-English strings half command-long since 2026-11-29 (negatives.py): keys say so
+OTHER_LENGTHS = 2  # everyday English since 2026-11-29: half command-long, no sound-alikes (negatives.py); keys say so
 
 
 @dataclass(frozen=True)

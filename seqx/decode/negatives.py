@@ -29,6 +29,7 @@ import soundfile as sf
 
 from seqx.data.manifest import read_manifest
 from seqx.data.noise import NOISE_KINDS, draw_noise
+from seqx.data.sound_alike import sound_alike
 from seqx.data.synth import OTHER_LENGTHS, Plan, other_word_share, render
 from seqx.data.voices import all_voices, voice_name
 from seqx.errors import SeqxError
@@ -111,11 +112,12 @@ def _oog_candidate(kind: str, grammar: Grammar, vocab: list[str], rng: np.random
 
 
 def other_words(grammar: Grammar) -> list[str]:
-    """seqx/data/other_words.txt's everyday English words that `grammar` does not use."""
+    """seqx/data/other_words.txt's everyday English words that `grammar` does not use and that do
+    not sound like one of its words ("see" for a grammar of letters: seqx/data/sound_alike.py)."""
     text = (Path(__file__).resolve().parents[1] / "data" / "other_words.txt").read_text()
     used = set(grammar.vocabulary())
-    words = [w.lower() for line in text.splitlines() if not line.startswith("#") for w in line.split()]
-    return sorted(set(words) - used)
+    words = {w.lower() for line in text.splitlines() if not line.startswith("#") for w in line.split()} - used
+    return sorted(words - sound_alike(words, used))
 
 
 def other_word_sentences(grammar: Grammar, n: int, rng: np.random.Generator) -> list[tuple[str, str]]:
