@@ -446,7 +446,7 @@ def test_one_word_commands_hear_one_other_word_alone() -> None:
     def lengths(g: Grammar) -> list[int]:
         said = other_word_sentences(g, 400, np.random.default_rng(0))
         assert len(said) == 400 and not any(g.accepts(t) for _, t in said)
-        assert set(w for _, t in said for w in t.split()) <= set(other_words(g)) | set(g.vocabulary())
+        assert {w for _, t in said for w in t.split()} <= set(other_words(g)) | set(g.vocabulary())
         return [len(t.split()) for _, t in said]
 
     alone = lengths(grammar)
