@@ -87,6 +87,32 @@ def test_a_grammar_of_few_words_gets_everyday_english_as_negatives(
     assert len(said) == 6 and not [n for n in said if n.detail == "other"]
 
 
+def test_a_negative_set_with_everyday_english_is_made_again_when_those_strings_change(
+    trained: tuple[Recipe, Bundle], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Everyday English fills what a grammar's own words cannot make even at `oog_other_share: 0`
+    ("yes" makes five strings of ten), so such a set is keyed by how those strings are made, and a
+    set of the grammar's own words alone is not."""
+    from seqx.decode import negatives
+    from seqx.grammar import grammar_from_dict
+
+    recipe, _ = trained
+    synth = recipe.data.synth.model_copy(update={"oog_other_share": 0.0})
+    by_hand = recipe.model_copy(update={"data": recipe.data.model_copy(update={"synth": synth})})
+    yes = grammar_from_dict({"intents": {"yes": ["yes"]}})
+    many = load_grammar(load_recipe(REPO / "recipes/commands.yaml"))
+    made = {}
+    for name, grammar in (("yes", yes), ("many", many)):
+        said = negatives.build_negatives(by_hand, grammar, "valid", tmp_path / name, n_oog=10, noise_repeats=1)
+        assert any(n.detail == "other" for n in said) == (name == "yes")
+        made[name] = (tmp_path / name / negatives.MANIFEST).stat().st_mtime_ns
+    monkeypatch.setattr(negatives, "OTHER_LENGTHS", negatives.OTHER_LENGTHS + 1)  # the strings change
+    for name, grammar in (("yes", yes), ("many", many)):
+        negatives.build_negatives(by_hand, grammar, "valid", tmp_path / name, n_oog=10, noise_repeats=1)
+        remade = (tmp_path / name / negatives.MANIFEST).stat().st_mtime_ns != made[name]
+        assert remade == (name == "yes"), name
+
+
 def test_out_of_grammar_strategies_take_turns_and_one_that_runs_dry_gives_way() -> None:
     """Shuffled, swapped and random strings in turn; a grammar of one-word commands has nothing to
     shuffle and one of two-word commands runs out of shuffles, and the others make the rest."""

@@ -188,19 +188,21 @@ def build_negatives(
     voices = split_voices_of(recipe, split)
     synth = recipe.data.synth
     other_share = other_word_share(synth, grammar)
-    key = fingerprint("negatives-3", grammar.to_dict(), [voice_name(v) for v in voices], n_oog, noise_repeats,
-                      recipe.data.seed, recipe.data.sample_rate, synth.rate_wpm, synth.pitch, synth.amplitude,
-                      synth.snr_db, synth.lead_s, synth.trail_s,
-                      *([OTHER_LENGTHS] if other_share else []))  # fmt: skip
-    if is_fresh(folder, key) and (folder / MANIFEST).is_file():
-        return read_negatives(folder / MANIFEST)
-    folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng([recipe.data.seed, 13, len(split)])
     # a grammar of a few words (digits, yes/no) gets everyday English in the share training hears
     # it (`oog_other_share`), and where its own words make too few out-of-grammar strings, for the
     # rest; from a stream of its own. Without it the digits set's false accepts read 0% while
     # people speaking of something else were answered 14 times in 19
     own = oog_sentences(grammar, n_oog - round(other_share * n_oog), rng)
+    # keyed by whether everyday English is in the set at all (a share of it, or own words run dry
+    # even at share 0): its strings changed on 2026-11-29, and such a set made before is stale
+    key = fingerprint("negatives-3", grammar.to_dict(), [voice_name(v) for v in voices], n_oog, noise_repeats,
+                      recipe.data.seed, recipe.data.sample_rate, synth.rate_wpm, synth.pitch, synth.amplitude,
+                      synth.snr_db, synth.lead_s, synth.trail_s,
+                      *([OTHER_LENGTHS] if len(own) < n_oog else []))  # fmt: skip
+    if is_fresh(folder, key) and (folder / MANIFEST).is_file():
+        return read_negatives(folder / MANIFEST)
+    folder.mkdir(parents=True, exist_ok=True)
     said = [(f"oog-{i:04d}", kind, text, rng) for i, (kind, text) in enumerate(own)]
     other_rng = np.random.default_rng([recipe.data.seed, 17, len(split)])
     said += [(f"oog-other-{i:04d}", kind, text, other_rng)
