@@ -20,10 +20,11 @@ from seqx.cli.app import COMMAND_MODULES, app
 from seqx.data import engines
 from seqx.data.manifest import CLIPPED_SUFFIX, read_manifest
 from seqx.data.stage import run_data_stage
-from seqx.data.synth import Plan, check_engines, render, with_piper_scales
+from seqx.data.synth import Plan, check_engines, render, synthesize, with_piper_scales
 from seqx.data.voices import all_voices, distinct_voices, split_voices
 from seqx.errors import SeqxError
 from seqx.recipe import Voice, load_recipe
+from seqx.report import Collect
 
 for _name in COMMAND_MODULES:  # as main() does: register every command
     importlib.import_module(f"seqx.cli.{_name}")
@@ -98,7 +99,7 @@ def test_festival_rate_changes_duration_and_its_kept_process_says_what_text2wave
 def test_piper_length_scale_changes_duration_and_a_kept_process_says_what_a_fresh_one_does() -> None:
     _need("piper")
     voice = Voice(engine="piper", language=JOE)
-    quiet = dict(noise_scale=0.0, noise_w=0.0)  # piper's noise is unseeded: without it the audio repeats
+    quiet = {"noise_scale": 0.0, "noise_w": 0.0}  # no stream: piper's noise is unseeded, so quiet it to repeat
     short, long = (
         engines.speak("check the battery", voice, engines.Delivery(length_scale=s, **quiet)) for s in (0.8, 1.4)
     )
@@ -109,6 +110,44 @@ def test_piper_length_scale_changes_duration_and_a_kept_process_says_what_a_fres
     again = [piper.speak(t, voice, how) for t in ("find my files", "check the battery")]
     fresh = piper.speak_once("check the battery", voice, engines.Delivery(length_scale=0.8, **quiet))
     assert np.array_equal(again[1][0], short[0]) and np.array_equal(fresh[0], short[0])
+
+
+def test_a_seeded_piper_stream_says_the_same_texts_the_same_from_a_fresh_process() -> None:
+    """Piper's noise is drawn in its graph; with `Delivery.stream` its process starts seeded, so the
+    same texts in the same order come out the same, another seed differently, and none unseeded."""
+    _need("piper")
+    voice, piper = ONE_VOICE_EACH["piper"], engines.PIPER
+    texts = ("find my files", "check the battery")
+
+    def said(stream: int | None) -> list[np.ndarray]:
+        piper.fresh()
+        return [piper.speak(t, voice, engines.Delivery(stream=stream))[0] for t in texts]
+
+    first = said(5)
+    assert all(np.array_equal(a, b) for a, b in zip(first, said(5), strict=True))
+    assert not np.array_equal(first[0], said(6)[0])
+    assert not np.array_equal(said(None)[1], said(None)[1])
+    piper.fresh()
+
+
+def test_a_corpus_with_piper_is_made_the_same_twice(tmp_path: Path) -> None:
+    """Each piper voice-and-setting group is rendered whole by one worker from a fresh seeded
+    process (seqx/data/synth.py render_groups), so two makings of a corpus are byte for byte the
+    same whichever worker gets which group. Before, 1 of 52 piper files came out the same."""
+    _need("piper")
+    recipe = load_recipe(
+        REPO / "recipes/commands.yaml",
+        ["data.size=24", "data.synth.engines=[piper, espeak-ng]", "data.synth.engine_weights={piper: 5, espeak-ng: 1}",
+         "data.synth.test_engine=same", "data.synth.oog_share=0", "data.workers=2"],
+    )  # fmt: skip
+    made = []
+    for name in ("once", "again"):
+        manifests, _, skipped = synthesize(recipe.data, tmp_path / name, Collect())
+        assert not skipped
+        made.append({p.name: p.read_bytes() for p in (tmp_path / name / "audio").rglob("*.wav")})
+    piper = [u for utts in manifests.values() for u in utts if u.speaker.startswith("piper")]
+    assert len(piper) >= 12 and made[0].keys() == made[1].keys()
+    assert [name for name in made[0] if made[0][name] != made[1][name]] == []
 
 
 def test_hibari_says_the_same_samples_for_the_same_plan_and_follows_rate_and_pitch() -> None:

