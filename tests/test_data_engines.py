@@ -20,7 +20,16 @@ from seqx.cli.app import COMMAND_MODULES, app
 from seqx.data import engines
 from seqx.data.manifest import CLIPPED_SUFFIX, read_manifest
 from seqx.data.stage import run_data_stage
-from seqx.data.synth import Plan, check_engines, render, synthesize, with_piper_scales
+from seqx.data.synth import (
+    OTHERS_PER_JOB,
+    Plan,
+    check_engines,
+    corpus_plans,
+    render,
+    render_groups,
+    synthesize,
+    with_piper_scales,
+)
 from seqx.data.voices import all_voices, distinct_voices, split_voices
 from seqx.errors import SeqxError
 from seqx.recipe import Voice, load_recipe
@@ -148,6 +157,14 @@ def test_a_corpus_with_piper_is_made_the_same_twice(tmp_path: Path) -> None:
     piper = [u for utts in manifests.values() for u in utts if u.speaker.startswith("piper")]
     assert len(piper) >= 12 and made[0].keys() == made[1].keys()
     assert [name for name in made[0] if made[0][name] != made[1][name]] == []
+    plans = corpus_plans(recipe.data, 2)[0]
+    jobs = render_groups(plans)  # each piper setting one job, whole; the others OTHERS_PER_JOB at most
+    piper_jobs = [job for job in jobs if job[0].voice.engine == "piper"]
+    assert len(piper_jobs) == len({p.scales for p in plans if p.voice.engine == "piper"}) < len(piper)
+    assert all(len({p.scales for p in job}) == 1 for job in piper_jobs)
+    others = [job for job in jobs if job[0].voice.engine != "piper"]
+    assert all(len(job) <= OTHERS_PER_JOB and all(p.voice.engine != "piper" for p in job) for job in others)
+    assert sorted(p.id for job in jobs for p in job) == sorted(p.id for p in plans)
 
 
 def test_hibari_says_the_same_samples_for_the_same_plan_and_follows_rate_and_pitch() -> None:

@@ -415,9 +415,12 @@ def _piper_setting(plan: Plan) -> tuple:
     return (plan.voice.engine == "piper", plan.voice.language, plan.voice.variant, plan.scales or ())
 
 
+OTHERS_PER_JOB = 8  # plans of the other engines a render job holds: fewer round trips to the workers
+
+
 def render_groups(plans: list[Plan]) -> list[list[Plan]]:
-    """render_order's plans in the jobs a worker renders whole: one per piper voice and setting, one
-    per other plan.
+    """render_order's plans in the jobs a worker renders whole: one per piper voice and setting, the
+    other engines' plans OTHERS_PER_JOB at a time.
 
     Piper draws its noise from a generator that a kept process carries from one utterance to the
     next; seeded per group (piper_stream) and said in order by one fresh process, a piper group
@@ -426,11 +429,17 @@ def render_groups(plans: list[Plan]) -> list[list[Plan]]:
     """
     groups: list[list[Plan]] = []
     for plan in render_order(plans):
-        if plan.voice.engine == "piper" and groups and _piper_setting(groups[-1][0]) == _piper_setting(plan):
+        if groups and _joins(groups[-1], plan):
             groups[-1].append(plan)
         else:
             groups.append([plan])
     return groups
+
+
+def _joins(job: list[Plan], plan: Plan) -> bool:
+    if plan.voice.engine == "piper":
+        return _piper_setting(job[0]) == _piper_setting(plan)
+    return job[0].voice.engine != "piper" and len(job) < OTHERS_PER_JOB
 
 
 def piper_stream(plan: Plan) -> int:
@@ -490,7 +499,8 @@ def _render_to_file(job: tuple[Plan, int, str], stream: int | None = None) -> tu
 
 
 def _render_group_to_files(group: list[tuple[Plan, int, str]]) -> list[tuple[str, float, str | None]]:
-    """One render_groups job: a piper group from a fresh process seeded for it, in order."""
+    """One render_groups job: other engines' plans as they come, a piper group in order from a fresh
+    process seeded for it."""
     first = group[0][0]
     if first.voice.engine != "piper":
         return [_render_to_file(job) for job in group]
@@ -557,7 +567,7 @@ def synthesize(
     by_id = {p.id: (p, path) for group in groups for p, _, path in group}
     task = reporter.task("synthesize", total=len(by_id), unit="utt")
     with worker_pool(workers) as pool:
-        rendered = (done for results in pool.imap(_render_group_to_files, groups, chunksize=8) for done in results)
+        rendered = (done for results in pool.imap(_render_group_to_files, groups) for done in results)
         for utt_id, duration, problem in rendered:
             plan, path = by_id[utt_id]
             if not problem and duration > settings.max_duration:
