@@ -129,6 +129,18 @@ _DRAW = {
 }
 
 
+def import_librosa_first(settings: AugmentSettings) -> None:
+    """Import librosa here, before the render workers, when an augmentation uses it (pitch, lengthen).
+
+    Importing librosa compiles its numba functions and writes numba's cache beside them; render
+    workers that all import it at once write that cache at once, and on 2026-11-29 a `make demo`
+    left one that crashed the next process to call librosa's `yin` (a segfault in `make test`
+    after it). Compiled and cached once by this process, the workers only read it.
+    """
+    if settings.pitch.share > 0 or settings.lengthen.share > 0:
+        import librosa  # noqa: F401
+
+
 # ---------------------------------------------------------------------------- the speaker
 
 

@@ -566,6 +566,7 @@ def synthesize(
     skipped: list[tuple[str, str]] = []
     by_id = {p.id: (p, path) for group in groups for p, _, path in group}
     task = reporter.task("synthesize", total=len(by_id), unit="utt")
+    augment.import_librosa_first(settings.synth.augment)
     with worker_pool(workers) as pool:
         rendered = (done for results in pool.imap(_render_group_to_files, groups) for done in results)
         for utt_id, duration, problem in rendered:
