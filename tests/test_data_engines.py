@@ -21,8 +21,10 @@ from seqx.data import engines
 from seqx.data.manifest import CLIPPED_SUFFIX, read_manifest
 from seqx.data.stage import run_data_stage
 from seqx.data.synth import (
+    FESTIVAL_PER_JOB,
     OTHERS_PER_JOB,
     Plan,
+    _render_group_to_files,
     check_engines,
     corpus_plans,
     render,
@@ -165,6 +167,31 @@ def test_a_corpus_with_piper_is_made_the_same_twice(tmp_path: Path) -> None:
     others = [job for job in jobs if job[0].voice.engine != "piper"]
     assert all(len(job) <= OTHERS_PER_JOB and all(p.voice.engine != "piper" for p in job) for job in others)
     assert sorted(p.id for job in jobs for p in job) == sorted(p.id for p in plans)
+
+
+def test_festival_plans_are_rendered_in_fixed_runs_each_from_a_fresh_festival(tmp_path: Path) -> None:
+    """A kept festival now and then says a kal_diphone text differently after other texts (7 of a
+    corpus's 908 festival utterances said in reverse order), so which worker got which job would
+    show in the corpus. Its plans come in runs of their own, in plan order, and the job that says
+    a run starts a fresh festival."""
+    _need("festival")
+    recipe = load_recipe(
+        REPO / "recipes/commands.yaml",
+        ["data.size=400", "data.synth.engines=[festival, espeak-ng]", "data.synth.test_engine=same"],
+    )
+    plans = corpus_plans(recipe.data, 2)[0]
+    jobs = render_groups(plans)
+    festival = [job for job in jobs if job[0].voice.engine == "festival"]
+    said = [p for p in plans if p.voice.engine == "festival"]
+    assert len(festival) == -(-len(said) // FESTIVAL_PER_JOB) >= 2
+    assert [p for job in festival for p in job] == said  # the runs, in plan order
+    assert all(p.voice.engine != "festival" for job in jobs if job not in festival for p in job)
+    engines.FESTIVAL.speak("check the battery", said[0].voice, engines.Delivery())  # one kept, mid-run
+    kept = next(iter(engines.FESTIVAL.kept.running.values())).proc
+    out = _render_group_to_files([(p, 16000, str(tmp_path / f"{p.id}.wav")) for p in festival[0][:2]])
+    assert [problem for _, _, problem in out] == [None, None]
+    assert kept.poll() is not None  # the kept one was stopped; the job's own festival said both
+    assert next(iter(engines.FESTIVAL.kept.running.values())).proc.pid != kept.pid
 
 
 def test_hibari_says_the_same_samples_for_the_same_plan_and_follows_rate_and_pitch() -> None:

@@ -120,7 +120,9 @@ class Festival:
 
     A worker keeps one `festival --pipe` running and sends it Scheme per utterance: starting
     festival and loading a voice take 0.2-0.3 s, saying a command 3-70 ms. `speak_once` is the
-    same through `text2wave`, a process per utterance.
+    same through `text2wave`, a process per utterance. What a kept festival said before now and
+    then changes how kal_diphone says a text (7 of 908 said in reverse order came out otherwise),
+    so a corpus is said in fixed runs, each by a fresh one (`fresh`; synth.render_groups).
     """
 
     name = "festival"
@@ -176,6 +178,11 @@ class Festival:
 
     def _start(self) -> _KeptProcess:
         return _KeptProcess(["festival", "--pipe"], "stdout", rb'^"seqx-done"$', _scratch_dir())
+
+    def fresh(self) -> None:
+        """Stop this worker's festival: what it said before cannot change what it says next."""
+        with self.kept.lock:
+            self.kept.close()
 
     def close(self) -> None:
         self.kept.close()
@@ -498,8 +505,8 @@ def hibari_voices() -> tuple[str, ...]:
     return tuple(sorted(name for name, about in VOICES.items() if about.get("bundled")))
 
 
-PIPER = Piper()  # this process's: its kept processes are the worker's
-ENGINES = {e.name: e for e in (EspeakNg(), Flite(), Festival(), PIPER, Hibari())}
+PIPER, FESTIVAL = Piper(), Festival()  # this process's: their kept processes are the worker's
+ENGINES = {e.name: e for e in (EspeakNg(), Flite(), FESTIVAL, PIPER, Hibari())}
 
 
 def engine(name: str) -> EspeakNg | Flite | Festival | Piper | Hibari:

@@ -15,8 +15,9 @@ import os
 import shutil
 import subprocess
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from multiprocessing.pool import Pool
 from pathlib import Path
 
 import numpy as np
@@ -403,29 +404,39 @@ def with_pauses(plans: list[Plan], settings: DataSettings) -> list[Plan]:
 
 
 def render_order(plans: list[Plan]) -> list[Plan]:
-    """The plans in the order to render them: piper's grouped by voice and setting, after the rest.
-
-    A worker keeps a piper process per setting (engines.Piper), so neighbours that share one
-    load the model once. Within a group the plans keep their order (render_groups).
-    """
-    return sorted(plans, key=_piper_setting)
+    """The plans in the order to render them: the other engines', then festival's, then piper's
+    grouped by voice and setting. Within each the plans keep their order (render_groups)."""
+    return sorted(plans, key=_job_kind)
 
 
 def _piper_setting(plan: Plan) -> tuple:
     return (plan.voice.engine == "piper", plan.voice.language, plan.voice.variant, plan.scales or ())
 
 
+def _job_kind(plan: Plan) -> tuple:
+    """Plans that may share a render job: the engines without state between utterances (0),
+    festival (1), one piper voice and setting (2, ...)."""
+    engine = plan.voice.engine
+    if engine == "piper":
+        return (2, *_piper_setting(plan)[1:])
+    return (int(engine == "festival"),)
+
+
 OTHERS_PER_JOB = 8  # plans of the other engines a render job holds: fewer round trips to the workers
+FESTIVAL_PER_JOB = 64  # festival's plans a job holds, said by a fresh festival (0.2-0.3 s to start)
 
 
 def render_groups(plans: list[Plan]) -> list[list[Plan]]:
-    """render_order's plans in the jobs a worker renders whole: one per piper voice and setting, the
-    other engines' plans OTHERS_PER_JOB at a time.
+    """render_order's plans in the jobs a worker renders whole: one per piper voice and setting,
+    festival's FESTIVAL_PER_JOB at a time, the other engines' OTHERS_PER_JOB at a time.
 
-    Piper draws its noise from a generator that a kept process carries from one utterance to the
-    next; seeded per group (piper_stream) and said in order by one fresh process, a piper group
-    sounds the same every time the corpus is made, whichever worker gets it. Before this a corpus
-    made twice differed in a quarter of its files, and so did the models trained on it.
+    Piper and festival carry state from one utterance to the next in the process a worker keeps:
+    piper its noise generator, festival something that now and then changes how kal_diphone says
+    a command after others (7 of 908 festival utterances differed said in reverse order; the
+    same order from a fresh process is the same every time). So each of their jobs is said in
+    order by a fresh process (piper's seeded, piper_stream), and a corpus is made the same
+    whichever worker gets which job. Before piper was seeded a corpus made twice differed in a
+    quarter of its files, and after it in one festival file, and so did the models trained on it.
     """
     groups: list[list[Plan]] = []
     for plan in render_order(plans):
@@ -437,9 +448,10 @@ def render_groups(plans: list[Plan]) -> list[list[Plan]]:
 
 
 def _joins(job: list[Plan], plan: Plan) -> bool:
-    if plan.voice.engine == "piper":
-        return _piper_setting(job[0]) == _piper_setting(plan)
-    return job[0].voice.engine != "piper" and len(job) < OTHERS_PER_JOB
+    kind = _job_kind(plan)
+    if kind != _job_kind(job[0]):
+        return False
+    return kind[0] == 2 or len(job) < (FESTIVAL_PER_JOB if kind[0] == 1 else OTHERS_PER_JOB)
 
 
 def piper_stream(plan: Plan) -> int:
@@ -492,21 +504,32 @@ def _render_to_file(job: tuple[Plan, int, str], stream: int | None = None) -> tu
     plan, sample_rate, path = job
     try:
         audio = render(plan, sample_rate, stream)
-    except (subprocess.SubprocessError, OSError, RuntimeError) as err:
+    except (subprocess.SubprocessError, OSError, RuntimeError, ValueError, SeqxError) as err:
         return plan.id, 0.0, f"{plan.voice.engine} failed: {str(err).splitlines()[0][:200]}"
     sf.write(path, audio, sample_rate, subtype="PCM_16")
     return plan.id, audio.size / sample_rate, None
 
 
 def _render_group_to_files(group: list[tuple[Plan, int, str]]) -> list[tuple[str, float, str | None]]:
-    """One render_groups job: other engines' plans as they come, a piper group in order from a fresh
-    process seeded for it."""
+    """One render_groups job: other engines' plans as they come; festival's from a fresh festival,
+    a piper group from a fresh piper seeded for it, each in order."""
     first = group[0][0]
+    if first.voice.engine == "festival":
+        engines.FESTIVAL.fresh()  # one kept from another job has said other things before
     if first.voice.engine != "piper":
         return [_render_to_file(job) for job in group]
     engines.PIPER.fresh()  # a process kept from another group (or corpus) is mid-stream
     stream = piper_stream(first)
     return [_render_to_file(job, stream) for job in group]
+
+
+def render_files(jobs: list[tuple[Plan, int, str]], pool: Pool) -> Iterator[tuple[str, float, str | None]]:
+    """Each (plan, sample rate, path) rendered to its file by the pool's workers in render_groups'
+    jobs; (plan id, seconds, problem or None) as each job is done, in render order."""
+    by_id = {job[0].id: job for job in jobs}
+    groups = [[by_id[p.id] for p in group] for group in render_groups([job[0] for job in jobs])]
+    for results in pool.imap(_render_group_to_files, groups):
+        yield from results
 
 
 def check_engines(voices: list[Voice]) -> None:
@@ -558,18 +581,14 @@ def synthesize(
     shutil.rmtree(out_dir / "audio", ignore_errors=True)  # a smaller corpus must not leave the old one's files
     for split in SPLITS:
         (out_dir / "audio" / split).mkdir(parents=True, exist_ok=True)
-    groups = [
-        [(p, settings.sample_rate, str(out_dir / "audio" / p.split / f"{p.id}.wav")) for p in group]
-        for group in render_groups(plans)
-    ]
+    jobs = [(p, settings.sample_rate, str(out_dir / "audio" / p.split / f"{p.id}.wav")) for p in plans]
     manifests: dict[str, list[Utterance]] = {s: [] for s in SPLITS}
     skipped: list[tuple[str, str]] = []
-    by_id = {p.id: (p, path) for group in groups for p, _, path in group}
+    by_id = {p.id: (p, path) for p, _, path in jobs}
     task = reporter.task("synthesize", total=len(by_id), unit="utt")
     augment.import_librosa_first(settings.synth.augment)
     with worker_pool(workers) as pool:
-        rendered = (done for results in pool.imap(_render_group_to_files, groups) for done in results)
-        for utt_id, duration, problem in rendered:
+        for utt_id, duration, problem in render_files(jobs, pool):
             plan, path = by_id[utt_id]
             if not problem and duration > settings.max_duration:
                 problem = f"longer than data.max_duration ({duration:.1f} s > {settings.max_duration:g} s)"

@@ -30,7 +30,7 @@ import soundfile as sf
 from seqx.data.manifest import read_manifest
 from seqx.data.noise import NOISE_KINDS, draw_noise
 from seqx.data.sound_alike import sound_alike
-from seqx.data.synth import OTHER_LENGTHS, Plan, other_word_share, render
+from seqx.data.synth import OTHER_LENGTHS, Plan, other_word_share, render_files
 from seqx.data.voices import all_voices, voice_name
 from seqx.errors import SeqxError
 from seqx.grammar.model import Grammar
@@ -224,14 +224,17 @@ def build_negatives(
     task = reporter.task(f"negatives ({split})", total=len(jobs), unit="utt")
     negatives = []
     workers = min(len(jobs), recipe.data.workers or os.cpu_count() or 1)
-    with worker_pool(max(workers, 1)) as pool:
-        for (plan, _, path, kind), problem in zip(jobs, pool.imap(_render, jobs, chunksize=4), strict=True):
-            if problem:
-                reporter.warn(f"{plan.id} ({voice_name(plan.voice)}): {problem}")
-            else:
-                negatives.append(Negative(plan.id, path, "oog", kind, plan.text))
+    problems: dict[str, str | None] = {}
+    with worker_pool(max(workers, 1)) as pool:  # in the corpus's jobs: piper seeded, festival fresh
+        for plan_id, _, problem in render_files([job[:3] for job in jobs], pool):
+            problems[plan_id] = problem
             task.advance(1)
     task.close()
+    for plan, _, path, kind in jobs:
+        if problems[plan.id]:
+            reporter.warn(f"{plan.id} ({voice_name(plan.voice)}): {problems[plan.id]}")
+        else:
+            negatives.append(Negative(plan.id, path, "oog", kind, plan.text))
     for detail in noise_details():
         for r in range(noise_repeats):
             path = folder / f"noise-{detail}-{r}.wav"
@@ -242,17 +245,6 @@ def build_negatives(
     atomic_write_text(folder / MANIFEST, "".join(json.dumps(row) + "\n" for row in rows))
     mark_done(folder, key, oog=sum(n.kind == "oog" for n in negatives), noise=sum(n.kind == "noise" for n in negatives))
     return negatives
-
-
-def _render(job: tuple[Plan, int, str, str]) -> str | None:
-    plan, sample_rate, path, _ = job
-    try:
-        sf.write(path, render(plan, sample_rate), sample_rate, subtype="PCM_16")
-    except (OSError, RuntimeError, ValueError) as err:
-        return str(err).splitlines()[0][:200]
-    except Exception as err:  # noqa: BLE001 (a subprocess failure of the engine)
-        return f"{plan.voice.engine} failed: {str(err).splitlines()[0][:200]}"
-    return None
 
 
 def read_negatives(path: Path) -> list[Negative]:
