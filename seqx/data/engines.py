@@ -120,9 +120,14 @@ class Festival:
 
     A worker keeps one `festival --pipe` running and sends it Scheme per utterance: starting
     festival and loading a voice take 0.2-0.3 s, saying a command 3-70 ms. `speak_once` is the
-    same through `text2wave`, a process per utterance. What a kept festival said before now and
-    then changes how kal_diphone says a text (7 of 908 said in reverse order came out otherwise),
-    so a corpus is said in fixed runs, each by a fresh one (`fresh`; synth.render_groups).
+    same through `text2wave`, a process per utterance.
+
+    A kept festival's kal_diphone now and then says a text differently depending on what it said
+    before (7 of 908 said in reverse order came out otherwise) and, after the same texts, on where
+    its memory was placed: 'z' after 23 letters came out 5 ways in 6 fresh processes, and 1 way in
+    8 with address randomization off. So a corpus is said in fixed runs, each by a fresh festival
+    (`fresh`; synth.render_groups), started without address randomization (`setarch -R`, where
+    this machine allows it): the same corpus every time it is made.
     """
 
     name = "festival"
@@ -177,7 +182,7 @@ class Festival:
         return samples * (how.amplitude / 100.0), rate_hz
 
     def _start(self) -> _KeptProcess:
-        return _KeptProcess(["festival", "--pipe"], "stdout", rb'^"seqx-done"$', _scratch_dir())
+        return _KeptProcess([*fixed_addresses(), "festival", "--pipe"], "stdout", rb'^"seqx-done"$', _scratch_dir())
 
     def fresh(self) -> None:
         """Stop this worker's festival: what it said before cannot change what it says next."""
@@ -186,6 +191,21 @@ class Festival:
 
     def close(self) -> None:
         self.kept.close()
+
+
+@functools.cache
+def fixed_addresses() -> tuple[str, ...]:
+    """The prefix that starts a program without address randomization (`setarch ARCH -R`, from
+    util-linux), so festival's output does not depend on where its memory lands; none where
+    setarch is missing or this machine does not allow it (a container may forbid it)."""
+    prefix = ("setarch", os.uname().machine, "-R")
+    if shutil.which("setarch") is None:
+        return ()
+    try:
+        ran = subprocess.run([*prefix, "true"], capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    return prefix if ran.returncode == 0 else ()
 
 
 def pitch_scale(pitch: int) -> float:
