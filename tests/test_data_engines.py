@@ -17,7 +17,7 @@ from conftest import REPO
 from typer.testing import CliRunner
 
 from seqx.cli.app import COMMAND_MODULES, app
-from seqx.data import engines
+from seqx.data import augment, engines
 from seqx.data.manifest import CLIPPED_SUFFIX, read_manifest
 from seqx.data.stage import run_data_stage
 from seqx.data.synth import (
@@ -222,6 +222,23 @@ def test_a_run_of_festival_utterances_is_said_the_same_by_every_fresh_festival()
             said, _ = engines.FESTIVAL.speak(text, voice, engines.Delivery(rate=rate, pitch=pitch))
         last.append(said)
     assert all(np.array_equal(last[0], other) for other in last[1:])
+
+
+@pytest.mark.parametrize("name", ["piper", "festival"])
+def test_a_babble_talker_is_said_alone_the_same_every_time(name: str) -> None:
+    """A worker first needs the babble bank in the middle of a job, when its kept piper or festival
+    is mid-run: a talker said there would change what that process says next, and piper's would be
+    unseeded. Said by a process of its own, piper's seeded by the sentence, a talker sounds the same
+    each time and the kept process is left as it was."""
+    _need(name)
+    kept = engines.ENGINES[name]
+    kept.speak("check the battery", ONE_VOICE_EACH[name], engines.Delivery(stream=1))  # one kept, mid-job
+    running = {key: p.proc.pid for key, p in kept.kept.running.items()}
+    talker = augment.Talker("find my photos", ONE_VOICE_EACH[name], 175, 50, 100)
+    first, rate_hz = augment.say_alone(talker)
+    again, _ = augment.say_alone(talker)
+    assert rate_hz > 0 and first.size > 0.3 * rate_hz and np.array_equal(first, again)
+    assert {key: p.proc.pid for key, p in kept.kept.running.items()} == running
 
 
 def test_hibari_says_the_same_samples_for_the_same_plan_and_follows_rate_and_pitch() -> None:

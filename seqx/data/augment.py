@@ -24,12 +24,14 @@ babble, then the noise bank in synth.py), the channel (telephone band, EQ, clipp
 from __future__ import annotations
 
 import functools
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
 import soxr
 from scipy import signal
 
+from seqx.data import engines
 from seqx.featurize.span import loud_frames
 from seqx.recipe import AugmentSettings, Voice
 
@@ -261,11 +263,9 @@ def reverberate(audio: np.ndarray, rir: np.ndarray) -> np.ndarray:
 @functools.lru_cache(maxsize=4)
 def babble_bank(talkers: tuple[Talker, ...], sample_rate: int) -> tuple[np.ndarray, ...]:
     """Each babble sentence said once per process (the render workers keep theirs), unit RMS over its speech."""
-    from seqx.data.synth import speak  # late: synth imports this module
-
     bank = []
     for talker in talkers:
-        speech, rate_hz = speak(talker.text, talker.voice, talker.rate, talker.pitch, talker.amplitude)
+        speech, rate_hz = say_alone(talker)
         if speech.ndim > 1:
             speech = speech.mean(axis=1)
         if rate_hz != sample_rate:
@@ -274,6 +274,16 @@ def babble_bank(talkers: tuple[Talker, ...], sample_rate: int) -> tuple[np.ndarr
         rms = float(np.sqrt(np.mean(np.square(active)))) if active.size else 1.0
         bank.append((speech / (rms or 1.0)).astype(np.float32))
     return tuple(bank)
+
+
+def say_alone(talker: Talker) -> tuple[np.ndarray, int]:
+    """A babble sentence said the same in every worker, whenever it is first needed: festival and
+    piper by a process of their own (a worker's kept one is mid-job, and a sentence said there would
+    change what it says next: synth.render_groups), piper seeded by the sentence."""
+    how = engines.Delivery(rate=talker.rate, pitch=talker.pitch, amplitude=talker.amplitude,
+                           stream=zlib.crc32(repr((talker.text, engines.voice_name(talker.voice))).encode()))  # fmt: skip
+    engine = engines.engine(talker.voice.engine)
+    return getattr(engine, "speak_once", engine.speak)(talker.text, talker.voice, how)
 
 
 def babble(n: int, picks: tuple[tuple[int, float], ...], bank: tuple[np.ndarray, ...]) -> np.ndarray:

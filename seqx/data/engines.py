@@ -176,7 +176,7 @@ class Festival:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "u.wav"
             delivery = f"(begin {_festival_delivery(voice, how)})"
-            cmd = ["text2wave", "-eval", f"(voice_{voice.variant})", "-eval", delivery]
+            cmd = [*fixed_addresses(), "text2wave", "-eval", f"(voice_{voice.variant})", "-eval", delivery]
             _run([*cmd, "-o", str(out)], input=text.encode())  # the text on stdin: nothing to quote
             samples, rate_hz = _read_wav(out)
         return samples * (how.amplitude / 100.0), rate_hz
@@ -400,11 +400,7 @@ class Piper:
     def _start(self, args: list[str], stream: int | None = None) -> _KeptProcess:
         """`piper -d DIR` reads a text a line and logs "Wrote DIR/N.wav" on stderr for each."""
         workdir = _scratch_dir()
-        env = None
-        if stream is not None:
-            path = os.pathsep.join([str(PIPER_SEED_DIR), *filter(None, [os.environ.get("PYTHONPATH")])])
-            env = {**os.environ, "PYTHONPATH": path, "SEQX_ORT_SEED": str(stream)}
-        return _KeptProcess([*args, "-d", str(workdir)], "stderr", rb"Wrote (.+\.wav)", workdir, env)
+        return _KeptProcess([*args, "-d", str(workdir)], "stderr", rb"Wrote (.+\.wav)", workdir, _seeded_env(stream))
 
     def fresh(self) -> None:
         """Stop this worker's piper processes: the next utterance starts its stream from the seed."""
@@ -412,15 +408,24 @@ class Piper:
             self.kept.close()
 
     def speak_once(self, text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
-        """`text` said by a fresh piper process of its own (model load included): the cost `speak` saves."""
+        """`text` said by a fresh piper process of its own (model load included): the cost `speak` saves;
+        seeded when `how.stream` is set."""
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "u.wav"
-            _run([*self._args(voice, how), "-f", str(out)], input=text.encode())
+            _run([*self._args(voice, how), "-f", str(out)], input=text.encode(), env=_seeded_env(how.stream))
             samples, rate_hz = _read_wav(out)
         return samples * (how.amplitude / 100.0), rate_hz
 
     def close(self) -> None:
         self.kept.close()
+
+
+def _seeded_env(stream: int | None) -> dict[str, str] | None:
+    """The environment of a piper process whose onnxruntime is seeded with `stream` (None: as it is)."""
+    if stream is None:
+        return None
+    path = os.pathsep.join([str(PIPER_SEED_DIR), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return {**os.environ, "PYTHONPATH": path, "SEQX_ORT_SEED": str(stream)}
 
 
 @functools.cache
