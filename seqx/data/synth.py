@@ -432,10 +432,10 @@ def render_groups(plans: list[Plan]) -> list[list[Plan]]:
 
     Piper and festival carry state from one utterance to the next in the process a worker keeps:
     piper its noise generator, festival something that now and then changes how kal_diphone says
-    a command after others (7 of 908 festival utterances differed said in reverse order; the
-    same order from a fresh process is the same every time). So each of their jobs is said in
-    order by a fresh process (piper's seeded, piper_stream), and a corpus is made the same
-    whichever worker gets which job. Before piper was seeded a corpus made twice differed in a
+    a command after others (7 of 908 festival utterances differed said in reverse order). So each
+    of their jobs is said in order by a fresh process (piper's seeded, piper_stream; festival's
+    with fixed addresses, engines.fixed_addresses), and a corpus is made the same whichever
+    worker gets which job. Before piper was seeded a corpus made twice differed in a
     quarter of its files, and after it in one festival file, and so did the models trained on it.
     """
     groups: list[list[Plan]] = []
