@@ -186,8 +186,7 @@ class Festival:
 
     def fresh(self) -> None:
         """Stop this worker's festival: what it said before cannot change what it says next."""
-        with self.kept.lock:
-            self.kept.close()
+        self.kept.fresh()
 
     def close(self) -> None:
         self.kept.close()
@@ -319,6 +318,11 @@ class _Kept:
         while self.running:
             self.running.popitem()[1].close()
 
+    def fresh(self) -> None:
+        """Stop them all, from any thread: the next request starts a new process."""
+        with self.lock:
+            self.close()
+
 
 def _scratch_dir() -> Path:
     """A folder of this process's own for an engine to write into."""
@@ -404,8 +408,7 @@ class Piper:
 
     def fresh(self) -> None:
         """Stop this worker's piper processes: the next utterance starts its stream from the seed."""
-        with self.kept.lock:
-            self.kept.close()
+        self.kept.fresh()
 
     def speak_once(self, text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
         """`text` said by a fresh piper process of its own (model load included): the cost `speak` saves;

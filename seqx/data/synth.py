@@ -410,7 +410,7 @@ def render_order(plans: list[Plan]) -> list[Plan]:
 
 
 def _piper_setting(plan: Plan) -> tuple:
-    return (plan.voice.engine == "piper", plan.voice.language, plan.voice.variant, plan.scales or ())
+    return (plan.voice.language, plan.voice.variant, plan.scales or ())
 
 
 def _job_kind(plan: Plan) -> tuple:
@@ -418,7 +418,7 @@ def _job_kind(plan: Plan) -> tuple:
     festival (1), one piper voice and setting (2, ...)."""
     engine = plan.voice.engine
     if engine == "piper":
-        return (2, *_piper_setting(plan)[1:])
+        return (2, *_piper_setting(plan))
     return (int(engine == "festival"),)
 
 
@@ -456,7 +456,7 @@ def _joins(job: list[Plan], plan: Plan) -> bool:
 
 def piper_stream(plan: Plan) -> int:
     """The noise seed of the piper group `plan` starts: the corpus seed, the voice and the setting."""
-    return zlib.crc32(repr((plan.seed[0], *_piper_setting(plan)[1:])).encode())
+    return zlib.crc32(repr((plan.seed[0], *_piper_setting(plan))).encode())
 
 
 def render(plan: Plan, sample_rate: int, stream: int | None = None) -> np.ndarray:
