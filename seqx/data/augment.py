@@ -282,8 +282,7 @@ def say_alone(talker: Talker) -> tuple[np.ndarray, int]:
     change what it says next: synth.render_groups), piper seeded by the sentence."""
     how = engines.Delivery(rate=talker.rate, pitch=talker.pitch, amplitude=talker.amplitude,
                            stream=zlib.crc32(repr((talker.text, engines.voice_name(talker.voice))).encode()))  # fmt: skip
-    engine = engines.engine(talker.voice.engine)
-    return getattr(engine, "speak_once", engine.speak)(talker.text, talker.voice, how)
+    return engines.speak_alone(talker.text, talker.voice, how)
 
 
 def babble(n: int, picks: tuple[tuple[int, float], ...], bank: tuple[np.ndarray, ...]) -> np.ndarray:

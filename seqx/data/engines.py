@@ -548,6 +548,14 @@ def speak(text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
     return engine(voice.engine).speak(text, voice, how)
 
 
+def speak_alone(text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
+    """`speak`, but leaving this process's kept festival and piper as they were: those two say it by a
+    process of their own (`speak_once`), since a text said by a kept one mid-job changes what it says
+    next (synth.render_groups); the stateless engines say it as `speak` does."""
+    eng = engine(voice.engine)
+    return getattr(eng, "speak_once", eng.speak)(text, voice, how)
+
+
 def voice_name(voice: Voice) -> str:
     """The speaker name in manifests: espeak:en-us+m3, flite:slt, festival:kal_diphone, piper:en_US-joe-medium,
     hibari:heart."""
