@@ -41,7 +41,7 @@ import soundfile as sf
 from seqx.errors import SeqxError
 from seqx.recipe import Voice
 
-PIPER_SEED_DIR = Path(__file__).with_name("piper_seed")  # its sitecustomize.py seeds piper's onnxruntime
+PIPER_SEED_DIR = Path(__file__).with_name("piper_seed")  # its sitecustomize.py seeds piper's onnxruntime, one thread
 
 NORMAL_WPM = 175.0  # the rate at which flite's and festival's duration stretch is 1.0
 TIMEOUT_S = 60
@@ -404,7 +404,7 @@ class Piper:
     def _start(self, args: list[str], stream: int | None = None) -> _KeptProcess:
         """`piper -d DIR` reads a text a line and logs "Wrote DIR/N.wav" on stderr for each."""
         workdir = _scratch_dir()
-        return _KeptProcess([*args, "-d", str(workdir)], "stderr", rb"Wrote (.+\.wav)", workdir, _seeded_env(stream))
+        return _KeptProcess([*args, "-d", str(workdir)], "stderr", rb"Wrote (.+\.wav)", workdir, _piper_env(stream))
 
     def fresh(self) -> None:
         """Stop this worker's piper processes: the next utterance starts its stream from the seed."""
@@ -415,7 +415,7 @@ class Piper:
         seeded when `how.stream` is set."""
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "u.wav"
-            _run([*self._args(voice, how), "-f", str(out)], input=text.encode(), env=_seeded_env(how.stream))
+            _run([*self._args(voice, how), "-f", str(out)], input=text.encode(), env=_piper_env(how.stream))
             samples, rate_hz = _read_wav(out)
         return samples * (how.amplitude / 100.0), rate_hz
 
@@ -423,12 +423,14 @@ class Piper:
         self.kept.close()
 
 
-def _seeded_env(stream: int | None) -> dict[str, str] | None:
-    """The environment of a piper process whose onnxruntime is seeded with `stream` (None: as it is)."""
-    if stream is None:
-        return None
+def _piper_env(stream: int | None) -> dict[str, str]:
+    """The environment of a piper process: onnxruntime on one thread (piper_seed/sitecustomize.py) and
+    seeded with `stream` (None: unseeded)."""
     path = os.pathsep.join([str(PIPER_SEED_DIR), *filter(None, [os.environ.get("PYTHONPATH")])])
-    return {**os.environ, "PYTHONPATH": path, "SEQX_ORT_SEED": str(stream)}
+    env = {**os.environ, "PYTHONPATH": path, "SEQX_ORT_THREADS": "1"}
+    if stream is not None:
+        env["SEQX_ORT_SEED"] = str(stream)
+    return env
 
 
 @functools.cache
