@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -152,19 +151,14 @@ def test_a_kept_piper_runs_onnxruntime_on_one_thread(tmp_path: Path) -> None:
     engines.PIPER.fresh()
     engines.PIPER.speak("check the battery", ONE_VOICE_EACH["piper"], engines.Delivery(stream=3))
     [kept] = engines.PIPER.kept.running.values()
-    model = engines.piper_models()[JOE].onnx
-    two = {**os.environ, "PYTHONPATH": str(engines.PIPER_SEED_DIR), "SEQX_ORT_THREADS": "2"}
-    other = subprocess.Popen([engines.PIPER.command(), "-m", str(model), "-d", str(tmp_path)], stdin=subprocess.PIPE,
-                             stderr=subprocess.PIPE, env=two)  # fmt: skip
+    args = engines.PIPER._args(ONE_VOICE_EACH["piper"], engines.Delivery())
+    two = {**engines._piper_env(None), "SEQX_ORT_THREADS": "2"}
+    other = engines._KeptProcess([*args, "-d", str(tmp_path)], "stderr", rb"Wrote (.+\.wav)", tmp_path, two)
     try:
-        assert other.stdin is not None and other.stderr is not None
-        other.stdin.write(b"check the battery\n")
-        other.stdin.flush()
-        assert any(b"Wrote" in line for line in other.stderr)  # stops at the first, or at piper's exit
-        assert len(os.listdir(f"/proc/{kept.proc.pid}/task")) < len(os.listdir(f"/proc/{other.pid}/task"))
+        other.ask(b"check the battery")
+        assert len(os.listdir(f"/proc/{kept.proc.pid}/task")) < len(os.listdir(f"/proc/{other.proc.pid}/task"))
     finally:
-        other.kill()
-        other.wait()
+        other.close()
         engines.PIPER.fresh()
 
 
