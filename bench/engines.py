@@ -37,8 +37,9 @@ VOICES = {
     "festival (cmu_us_slt_arctic_hts)": Voice(engine="festival", variant="cmu_us_slt_arctic_hts"),
     "piper (en_US-joe-medium)": Voice(engine="piper", language="en_US-joe-medium"),
     "hibari (heart)": Voice(engine="hibari", language="en-us", variant="heart"),
+    "pico (en-US)": Voice(engine="pico", language="en-us", variant="en-US"),
 }
-IN_PROCESS = {"hibari"}  # a library, not a command: its CPU is this process's
+IN_PROCESS = {"hibari", "pico"}  # libraries, not commands: their CPU is this process's
 
 
 def _cpu(who: int = resource.RUSAGE_CHILDREN) -> float:

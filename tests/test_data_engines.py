@@ -1,6 +1,6 @@
 """The speech engines (seqx/data/engines.py): each one speaks, lists its voices, and fits the corpus.
 
-Real engines only: espeak-ng, flite and festival from Debian, piper and hibari from the `voices` extra. A test
+Real engines only: espeak-ng, flite and festival from Debian, piper, hibari and pico from the `voices` extra. A test
 of an engine that is not installed is skipped and says what installs it.
 """
 
@@ -48,6 +48,7 @@ ONE_VOICE_EACH = {
     "festival": Voice(engine="festival", variant="kal_diphone"),
     "piper": Voice(engine="piper", language=JOE),
     "hibari": Voice(engine="hibari", language="en-us", variant="heart"),
+    "pico": Voice(engine="pico", language="en-gb", variant="en-GB"),
 }
 
 
@@ -286,6 +287,30 @@ def test_hibari_says_the_same_samples_for_the_same_plan_and_follows_rate_and_pit
         check_engines([Voice(engine="hibari", variant="emma")])
 
 
+def test_pico_says_the_same_samples_again_unclipped_and_follows_rate_and_pitch() -> None:
+    """Pico says a plan the same whatever it said before (a corpus renders again byte for byte); at its own volume it clips,
+    so seqx halves it; its speed follows the recipe's rate and its F0 the recipe's pitch."""
+    _need("pico")
+    pico = engines.ENGINES["pico"]
+    assert [engines.voice_name(v) for v in pico.voices()] == ["pico:en-US", "pico:en-GB"]
+    for voice in pico.voices():
+        plain, rate_hz = pico.speak("set a timer for thirty seven minutes", voice, engines.Delivery())
+        for text in ("open the browser", "scroll up", "restart the computer"):  # what it freed changed what it said
+            pico.speak(text, voice, engines.Delivery(rate=150))
+        again, _ = pico.speak("set a timer for thirty seven minutes", voice, engines.Delivery())
+        assert rate_hz == 16000 and np.array_equal(plain, again)
+        assert 0.3 < np.abs(plain).max() < 0.95  # speech at a level with headroom, no flat tops
+        slow, _ = pico.speak("set a timer for thirty seven minutes", voice, engines.Delivery(rate=120))
+        assert slow.size > 1.25 * plain.size
+        low, high = (pico.speak("check the battery", voice, engines.Delivery(pitch=p))[0] for p in (20, 80))
+        assert abs(low.size - high.size) < 0.05 * low.size  # pitch, not pace
+        assert _median_f0(high, rate_hz) > 1.3 * _median_f0(low, rate_hz), voice  # 2^0.6 = 1.52
+    with pytest.raises(SeqxError, match=r"pico: no voice 'fr-FR' \(it has: en-US, en-GB\)"):
+        pico.speak("check the battery", Voice(engine="pico", variant="fr-FR"), engines.Delivery())
+    with pytest.raises(SeqxError, match=r"data.synth.pico_voices: fr-FR not installed \(installed: en-US, en-GB\)"):
+        check_engines([Voice(engine="pico", variant="fr-FR")])
+
+
 def test_piper_scales_are_drawn_per_utterance_in_the_recipe_ranges() -> None:
     synth = load_recipe(REPO / "recipes/commands.yaml").data.synth
     plans = [
@@ -361,11 +386,31 @@ def test_adding_hibari_holds_out_the_same_voices_of_the_other_engines() -> None:
         assert after["train"] == [*before["train"], ONE_VOICE_EACH["hibari"]]
 
 
+def test_adding_pico_trains_both_its_voices_and_holds_out_the_same_voices_of_the_others() -> None:
+    """pico has two voices, so the half-for-training floor alone would give one to test; joining
+    after the shuffle, it gives none (the others' held-out voices are as before) unless it is the
+    test_engine, when both are unheard test voices."""
+    five = load_recipe(REPO / "recipes/commands.yaml").data.synth
+    everything = "data.synth.engines=[espeak-ng, flite, festival, piper, hibari, pico]"
+    six = load_recipe(REPO / "recipes/commands.yaml", [everything])
+    pico = engines.Pico().voices()  # en-US, en-GB
+    for seed in range(3):
+        before = split_voices(five, seed, all_voices(five))
+        after = split_voices(six.data.synth, seed, all_voices(six.data.synth))
+        assert after["test"] == before["test"] and after["valid"] == before["valid"]
+        assert after["train"] == [*before["train"], *pico]
+    held = ["data.synth.engines=[espeak-ng, festival]", "data.synth.test_engine=pico"]
+    unheard = load_recipe(REPO / "recipes/commands.yaml", held)
+    split = split_voices(unheard.data.synth, 0, all_voices(unheard.data.synth))
+    assert set(pico) <= set(split["test"]) and not any(v.engine == "pico" for v in split["train"] + split["valid"])
+
+
 def test_every_engine_trained_on_keeps_half_its_voices_for_training() -> None:
-    """The default recipe's voices (all five engines, flite only in test): festival's three and
-    piper's and hibari's one are never held out whole, and flite is never heard in training."""
+    """The default recipe's voices (five engines, flite only in test; pico is offered, not in the
+    default: docs/benchmarks.md "pico"): festival's three and piper's and hibari's one are never
+    held out whole, and flite is never heard in training."""
     default = load_recipe(REPO / "recipes/commands.yaml").data.synth
-    assert set(default.engines) == set(engines.ENGINES) and default.test_engine == "flite"
+    assert set(default.engines) == set(engines.ENGINES) - {"pico"} and default.test_engine == "flite"
     for synth, voices in (
         (default, all_voices(default)),
         # many held out of few voices: the floor, not the counts, decides
@@ -392,7 +437,7 @@ def test_tiny_corpus_with_every_engine(tmp_path: Path) -> None:
             f"exp_dir={tmp_path}",
             "data.size=40",
             "data.workers=2",
-            "data.synth.engines=[espeak-ng, flite, festival, piper, hibari]",
+            "data.synth.engines=[espeak-ng, flite, festival, piper, hibari, pico]",
             "data.synth.accents=[en-us]",
             "data.synth.variants=['', m1, m3, f2]",  # 4: two may be held out, two keep espeak-ng in train
             "data.synth.flite_voices=[slt, rms]",  # the recipe's test_engine: heard in test only
@@ -400,7 +445,7 @@ def test_tiny_corpus_with_every_engine(tmp_path: Path) -> None:
             "data.synth.test_voices=2",
             # 8 test utterances, most of them flite: the unheard engine is surely in them
             "data.synth.test_share=0.25",
-            "data.synth.engine_weights={espeak-ng: 1, flite: 4, festival: 1, piper: 1, hibari: 1}",
+            "data.synth.engine_weights={espeak-ng: 1, flite: 4, festival: 1, piper: 1, hibari: 1, pico: 1}",
             "data.synth.empty_share=0",
             "data.synth.oog_share=0",  # counts commands only
             "data.synth.clipped_share=0",
@@ -410,9 +455,9 @@ def test_tiny_corpus_with_every_engine(tmp_path: Path) -> None:
     assert not report.skipped, report.skipped[:3]
     utts = [u for s in ("train", "valid", "test") for u in read_manifest(recipe.data_dir / f"{s}.jsonl")]
     assert len(utts) == 40
-    assert {u.speaker.split(":")[0] for u in utts} == {"espeak", "flite", "festival", "piper", "hibari"}
+    assert {u.speaker.split(":")[0] for u in utts} == {"espeak", "flite", "festival", "piper", "hibari", "pico"}
     trained = {u.speaker.split(":")[0] for u in utts if u.id.startswith("train")}
-    assert trained == {"espeak", "festival", "piper", "hibari"}
+    assert trained == {"espeak", "festival", "piper", "hibari", "pico"}
     assert all(0.5 < u.duration < 6 for u in utts)
 
 

@@ -1,4 +1,4 @@
-"""The speech engines the synthetic corpus talks with: espeak-ng, flite, festival, piper and hibari.
+"""The speech engines the synthetic corpus talks with: espeak-ng, flite, festival, piper, hibari and pico.
 
 Each engine is one small class that knows four things: whether it is installed
 (and, if not, the one package that installs it), every voice it offers, how to
@@ -11,12 +11,14 @@ and festival are Debian programs, and piper (`piper-tts`) is GPL-3.0 while seqx
 is MIT, so it is only ever run as its `piper` command; its voices are found by
 looking for `.onnx` + `.onnx.json` pairs in installed packages' files, without
 importing piper or the voice packages. hibari (`hibari-tts`, Apache-2.0, pure Python on
-onnxruntime) is the one exception: it is a library, so it is imported, in the worker that uses it.
+onnxruntime) and pico (`py-nanotts`, Apache-2.0, SVOX Pico in C) are the exceptions: they are
+libraries, so they are imported, in the worker that uses them.
 """
 
 from __future__ import annotations
 
 import atexit
+import ctypes
 import functools
 import importlib.util
 import io
@@ -34,6 +36,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import soundfile as sf
@@ -535,11 +538,73 @@ def hibari_voices() -> tuple[str, ...]:
     return tuple(sorted(name for name, about in VOICES.items() if about.get("bundled")))
 
 
+PICO_VOLUME = 0.5  # Pico's own level clips (a few hundred full-scale samples a command); at 0.5 the peak is about 0.7
+M_PERTURB = -6  # glibc's mallopt parameter: fill what malloc gives out (with the complement of a byte)
+
+
+def _zeroed_memory_for_pico() -> None:
+    """Pico reads parts of its work area it never wrote, and py-nanotts mallocs that 2.5 MB area
+    without zeroing it, so what Pico said depended on what this process had freed before: one plan
+    came out different (by up to 74 int16 steps) after other utterances or hibari's onnxruntime.
+    glibc's M_PERTURB of 0xff makes malloc hand out zeroed memory (and fill freed memory), so every
+    call says what a first call in a fresh process says. It costs this worker a memset per malloc and
+    free above the small-size cache; where mallopt is missing (not glibc) nothing changes."""
+    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
+    if mallopt is not None:
+        mallopt(M_PERTURB, 0xFF)
+
+
+class Pico:
+    """SVOX Pico (`py-nanotts`, Apache-2.0): the two English voices of Android's old offline TTS.
+
+    Two more women, one American (`en-US`) and one British (`en-GB`), from a statistical
+    synthesizer trained on their recordings: neither a formant voice like espeak-ng's nor a
+    neural one. The lingware ships inside the wheel (nothing downloaded) and Pico is deterministic,
+    so a plan says the same samples every run (given zeroed memory: _zeroed_memory_for_pico). Speed is the rate against 175 words a minute, as
+    flite's; pitch scales Pico's F0 as it does festival's diphone voices; amplitude is a gain after
+    Pico's own volume is halved (at its default it clips).
+    """
+
+    name = "pico"
+    install = "pip install -e '.[voices]' (py-nanotts)"
+    LANGUAGES: ClassVar[dict[str, str]] = {"en-US": "en-us", "en-GB": "en-gb"}  # the wheel's English lingware
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()  # the voice probe speaks from threads
+        self.ready_in = 0  # the pid whose malloc gives Pico zeroed memory (_zeroed_memory_for_pico)
+
+    def available(self) -> bool:
+        return importlib.util.find_spec("py_nanotts") is not None
+
+    def voices(self) -> list[Voice]:
+        return [Voice(engine="pico", language=lang, variant=name) for name, lang in self.LANGUAGES.items()]
+
+    def probe_command(self) -> list[str]:
+        return [sys.executable, "-c", "import py_nanotts"]
+
+    def speak(self, text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
+        from py_nanotts import NanoTTS
+
+        if voice.variant not in self.LANGUAGES:
+            raise SeqxError(f"pico: no voice {voice.variant!r} (it has: {', '.join(self.LANGUAGES)})")
+        with self.lock:
+            if self.ready_in != os.getpid():
+                _zeroed_memory_for_pico()
+                self.ready_in = os.getpid()
+            pcm = NanoTTS().speak(
+                text, voice=voice.variant, speed=how.rate / NORMAL_WPM, pitch=pitch_scale(how.pitch), volume=PICO_VOLUME
+            )
+        samples = np.frombuffer(pcm, np.int16).astype(np.float32) / 32768.0
+        if not samples.size:
+            raise SeqxError("pico: nothing to say")
+        return samples * (how.amplitude / 100.0), 16000
+
+
 PIPER, FESTIVAL = Piper(), Festival()  # this process's: their kept processes are the worker's
-ENGINES = {e.name: e for e in (EspeakNg(), Flite(), FESTIVAL, PIPER, Hibari())}
+ENGINES = {e.name: e for e in (EspeakNg(), Flite(), FESTIVAL, PIPER, Hibari(), Pico())}
 
 
-def engine(name: str) -> EspeakNg | Flite | Festival | Piper | Hibari:
+def engine(name: str) -> EspeakNg | Flite | Festival | Piper | Hibari | Pico:
     if name not in ENGINES:
         raise SeqxError(f"data.synth.engines: unknown engine {name!r} (known: {', '.join(ENGINES)})")
     return ENGINES[name]
@@ -560,7 +625,7 @@ def speak_alone(text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int
 
 def voice_name(voice: Voice) -> str:
     """The speaker name in manifests: espeak:en-us+m3, flite:slt, festival:kal_diphone, piper:en_US-joe-medium,
-    hibari:heart."""
+    hibari:heart, pico:en-GB."""
     if voice.engine == "espeak-ng":
         return f"espeak:{voice.language}{'+' + voice.variant if voice.variant else ''}"
     if voice.engine == "piper":

@@ -70,6 +70,8 @@ def _key(recipe: Recipe) -> str:
         del settings["synth"]["word_balance"]  # the same
     if "hibari" not in {*recipe.data.synth.engines, recipe.data.synth.test_engine}:
         del settings["synth"]["hibari_voices"]  # added later: corpora without hibari stay fresh
+    if "pico" not in {*recipe.data.synth.engines, recipe.data.synth.test_engine}:
+        del settings["synth"]["pico_voices"]  # the same
     if not settings["synth"]["pause_share"]:
         del settings["synth"]["pause_share"], settings["synth"]["pause_gaps"]  # the same
     return fingerprint(STAGE_VERSION, settings, inputs)

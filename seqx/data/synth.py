@@ -536,13 +536,19 @@ def check_engines(voices: list[Voice]) -> None:
     """Fail once, clearly, when an engine cannot run at all (rather than once per utterance)."""
     for engine in sorted({v.engine for v in voices}):
         engines.check_engine(engine)
-    installed = {"piper": tuple(engines.piper_models()), "festival": (), "hibari": engines.hibari_voices()}
+    installed = {
+        "piper": tuple(engines.piper_models()),
+        "festival": (),
+        "hibari": engines.hibari_voices(),
+        "pico": tuple(engines.Pico.LANGUAGES),
+    }
     if any(v.engine == "festival" for v in voices):
         installed["festival"] = engines.ENGINES["festival"].names()
     for engine, setting, field in (
         ("piper", "piper_voices", "language"),
         ("festival", "festival_voices", "variant"),
         ("hibari", "hibari_voices", "variant"),
+        ("pico", "pico_voices", "variant"),
     ):
         missing = sorted({getattr(v, field) for v in voices if v.engine == engine} - set(installed[engine]))
         if missing:

@@ -1,4 +1,4 @@
-"""Synthetic speakers: espeak-ng accents x variants, flite, festival, piper and hibari voices.
+"""Synthetic speakers: espeak-ng accents x variants, flite, festival, piper, hibari and pico voices.
 
 Test and valid speakers are drawn from the voice list before any utterance is
 made, so a test voice is never heard in training. The `test_voices` held out
@@ -49,6 +49,9 @@ def all_voices(settings: SynthSettings) -> list[Voice]:
         voices += [v for name in settings.piper_voices for v in _piper_voices(name)]
     if "hibari" in wanted:
         voices += [Voice(engine="hibari", language="en-us", variant=v) for v in settings.hibari_voices]
+    if "pico" in wanted:
+        languages = engines.Pico.LANGUAGES
+        voices += [Voice(engine="pico", language=languages.get(v, "en-us"), variant=v) for v in settings.pico_voices]
     return voices
 
 
@@ -100,9 +103,10 @@ def distinct_voices(voices: list[Voice], workers: int) -> tuple[list[Voice], lis
     return kept, dropped
 
 
-# Engines added after the split was fixed join it after the shuffle, so that adding one to a recipe
-# leaves which voices of the others are held out as it was (the test split stays comparable).
-APPENDED_ENGINES = ("hibari",)
+# Engines added after the split was fixed join it after the shuffle and give no voice to valid or test
+# (unless one is the test_engine), so that adding one to a recipe leaves which voices of the others are
+# held out as it was (the test split stays comparable) and every voice it has is trained on.
+APPENDED_ENGINES = ("hibari", "pico")
 
 
 def split_voices(settings: SynthSettings, seed: int, voices: list[Voice] | None = None) -> dict[str, list[Voice]]:
@@ -148,8 +152,10 @@ def _pinned_test_speakers(names: list[str], voices: list[Voice]) -> tuple[list[V
 
 
 def _spare_voices(voices: list[Voice]) -> dict[str, int]:
-    """How many voices each engine may give to valid and test together: half of them, rounded down."""
-    return {engine: n // 2 for engine, n in Counter(v.engine for v in voices).items()}
+    """How many voices each engine may give to valid and test together: half of them, rounded down
+    (none for the engines added later: APPENDED_ENGINES)."""
+    counts = Counter(v.engine for v in voices)
+    return {engine: 0 if engine in APPENDED_ENGINES else n // 2 for engine, n in counts.items()}
 
 
 def _held_out_by_engine(voices: list[Voice], count: int, spare: dict[str, int]) -> tuple[list[Voice], list[Voice]]:
