@@ -288,8 +288,9 @@ def test_hibari_says_the_same_samples_for_the_same_plan_and_follows_rate_and_pit
 
 
 def test_pico_says_the_same_samples_again_unclipped_and_follows_rate_and_pitch() -> None:
-    """Pico says a plan the same whatever it said before (a corpus renders again byte for byte); at its own volume it clips,
-    so seqx halves it; its speed follows the recipe's rate and its F0 the recipe's pitch."""
+    """Pico says a plan the same whatever it said before (a corpus renders again byte for byte);
+    at its own volume it clips, so seqx halves it; its speed follows the recipe's rate and its F0
+    the recipe's pitch."""
     _need("pico")
     pico = engines.ENGINES["pico"]
     assert [engines.voice_name(v) for v in pico.voices()] == ["pico:en-US", "pico:en-GB"]
@@ -407,7 +408,7 @@ def test_adding_pico_trains_both_its_voices_and_holds_out_the_same_voices_of_the
 
 def test_every_engine_trained_on_keeps_half_its_voices_for_training() -> None:
     """The default recipe's voices (five engines, flite only in test; pico is offered, not in the
-    default: docs/benchmarks.md "pico"): festival's three and piper's and hibari's one are never
+    default: docs/benchmarks.md "A sixth engine"): festival's three and piper's and hibari's one are never
     held out whole, and flite is never heard in training."""
     default = load_recipe(REPO / "recipes/commands.yaml").data.synth
     assert set(default.engines) == set(engines.ENGINES) - {"pico"} and default.test_engine == "flite"

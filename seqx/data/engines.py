@@ -559,10 +559,11 @@ class Pico:
 
     Two more women, one American (`en-US`) and one British (`en-GB`), from a statistical
     synthesizer trained on their recordings: neither a formant voice like espeak-ng's nor a
-    neural one. The lingware ships inside the wheel (nothing downloaded) and Pico is deterministic,
-    so a plan says the same samples every run (given zeroed memory: _zeroed_memory_for_pico). Speed is the rate against 175 words a minute, as
-    flite's; pitch scales Pico's F0 as it does festival's diphone voices; amplitude is a gain after
-    Pico's own volume is halved (at its default it clips).
+    neural one. The lingware ships inside the wheel (nothing downloaded) and Pico is deterministic
+    given zeroed memory (_zeroed_memory_for_pico), so a plan says the same samples every run.
+    Speed is the rate against 175 words a minute, as flite's; pitch scales Pico's F0 as it does
+    festival's diphone voices; amplitude is a gain after Pico's own volume is halved (at its
+    default it clips).
     """
 
     name = "pico"
