@@ -133,6 +133,13 @@ class LengthenAugment(_Augmentation):
     tail: tuple[Annotated[float, Field(gt=0.0, le=1.0)], Annotated[float, Field(gt=0.0, le=1.0)]] = (0.25, 0.4)
 
 
+class PauseAugment(_Augmentation):
+    # each pause inside the speech (a comma's, `pause_share`) this many seconds longer, drawn once an
+    # utterance: engines pause 0.2-0.3 s at a comma, a person stopping between the parts of a command
+    # for longer (her dates: 0.4-0.5 s between words)
+    extra_s: tuple[Annotated[float, Field(ge=0.0, le=3.0)], Annotated[float, Field(ge=0.0, le=3.0)]] = (0.1, 0.6)
+
+
 class BabbleAugment(_Augmentation):
     snr_db: Range = (15.0, 25.0)  # speech over babble
     talkers: tuple[Annotated[int, Field(ge=1, le=10)], Annotated[int, Field(ge=1, le=10)]] = (2, 4)
@@ -157,6 +164,7 @@ class AugmentSettings(_Section):
     clip: ClipAugment = Field(default_factory=ClipAugment)
     quantize: QuantizeAugment = Field(default_factory=QuantizeAugment)
     lengthen: LengthenAugment = Field(default_factory=LengthenAugment)
+    pauses: PauseAugment = Field(default_factory=PauseAugment)
 
     @property
     def any_on(self) -> bool:

@@ -36,7 +36,8 @@ from seqx.featurize.span import loud_frames
 from seqx.recipe import AugmentSettings, Voice
 
 # the fixed index of each augmentation's generator stream: append, never reorder
-NAMES = ("speed", "pitch", "warp", "reverb", "babble", "telephone", "eq", "clip", "quantize", "lengthen")
+# a new one goes at the end: each draws from the stream of its place, so the others' draws stay as they were
+NAMES = ("speed", "pitch", "warp", "reverb", "babble", "telephone", "eq", "clip", "quantize", "lengthen", "pauses")
 BANK_STREAM = 9  # the babble bank's sentence choice: len(NAMES) when it had nine, kept so banks stay as they were
 STREAM = 8  # the corpus's generator streams: 2 plans, 3 copies, 4 sentences, 7 piper scales, 8 augmentation
 MU = 255  # mu-law's mu for 8 bits (G.711)
@@ -78,6 +79,7 @@ class Drawn:
     clip: tuple[float, bool] | None = None  # drive dB, soft
     quantize: bool | None = None  # True: 8-bit mu-law, False: 8-bit linear
     lengthen: tuple[float, float] | None = None  # factor on the duration, share of each stretch's end
+    pauses: float | None = None  # seconds of silence added inside each pause between stretches of speech
 
     @property
     def active(self) -> list[str]:
@@ -128,6 +130,7 @@ _DRAW = {
     "clip": lambda c, rng, _: (float(rng.uniform(*c.drive_db)), bool(rng.random() < c.soft_share)),
     "quantize": lambda c, rng, _: bool(rng.random() < c.mu_law_share),
     "lengthen": lambda c, rng, _: (float(rng.uniform(*c.factor)), float(rng.uniform(*c.tail))),
+    "pauses": lambda c, rng, _: float(rng.uniform(*c.extra_s)),
 }
 
 
@@ -231,6 +234,25 @@ def lengthen(speech: np.ndarray, factor: float, tail: float, sample_rate: int) -
         done = end
     pieces.append(speech[done:])
     return np.concatenate(pieces).astype(np.float32)
+
+
+def longer_pauses(speech: np.ndarray, extra_s: float, sample_rate: int) -> np.ndarray:
+    """Each pause between two stretches of speech (`lengthen`'s: 0.1 s of frames 30 dB under the
+    loudest) made `extra_s` longer, with silence in its middle; the lead-in and the tail are left.
+
+    An engine says a comma as a 0.2-0.3 s pause; a person stopping between the parts of a command
+    stops longer, and a model that never heard a longer stop inside a command takes it for the end:
+    her dates' last "five" after a 0.44 s pause was dropped ("fifty five" heard as "fifty").
+    """
+    loud, frame = loud_frames(speech, sample_rate, LENGTHEN_FLOOR_DB)
+    extra = int(extra_s * sample_rate)
+    if loud.size == 0 or extra <= 0:
+        return speech
+    breaks = np.flatnonzero(np.diff(loud) > LENGTHEN_GAP_S * sample_rate / frame)
+    middles = ((loud[breaks] + 1 + loud[breaks + 1]) // 2) * frame  # the middle of each pause, in samples
+    pieces = np.split(speech, middles)
+    silence = np.zeros(extra, dtype=speech.dtype)
+    return np.concatenate([p for piece in pieces[:-1] for p in (piece, silence)] + [pieces[-1]])
 
 
 # ------------------------------------------------------------------------------ the room
@@ -371,6 +393,8 @@ def apply_speaker(speech: np.ndarray, drawn: Drawn, sample_rate: int) -> np.ndar
         speech = warp(speech, drawn.warp, sample_rate)
     if drawn.lengthen is not None:
         speech = lengthen(speech, *drawn.lengthen, sample_rate)
+    if drawn.pauses is not None:
+        speech = longer_pauses(speech, drawn.pauses, sample_rate)
     return speech
 
 

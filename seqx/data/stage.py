@@ -49,8 +49,10 @@ def _key(recipe: Recipe) -> str:
     settings = recipe.data.model_dump(mode="json", exclude={"workers"})
     if not recipe.data.synth.augment.any_on:
         del settings["synth"]["augment"]  # all off: a corpus made before augmentation existed is still fresh
-    elif not recipe.data.synth.augment.lengthen.share:
-        del settings["synth"]["augment"]["lengthen"]  # added later: augmented corpora made before it stay fresh
+    else:
+        for later in ("lengthen", "pauses"):  # added later: augmented corpora made before them stay fresh
+            if not getattr(recipe.data.synth.augment, later).share:
+                del settings["synth"]["augment"][later]
     other_share = settings["synth"]["oog_other_share"]
     synthesized = recipe.data.source == "synth"
     # built once, and only when a key below depends on it
