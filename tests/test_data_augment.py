@@ -81,6 +81,25 @@ def test_lengthen_slows_the_end_of_each_stretch_before_a_pause() -> None:
     assert augment.lengthen(two, 1.0, 0.3, SR) is two
 
 
+def test_longer_pauses_add_silence_inside_each_pause_and_nowhere_else() -> None:
+    speech = _speech()
+    lead, pause = (np.zeros(int(s * SR), dtype=np.float32) for s in (0.2, 0.25))
+    three = np.concatenate([lead, speech, pause, speech, pause, speech, lead])  # two pauses inside
+    out = augment.longer_pauses(three, 0.4, SR)
+    assert out.size - three.size == 2 * int(0.4 * SR)  # each pause inside, not the lead-in or the tail
+    first, _ = speech_span(speech, SR)
+    np.testing.assert_array_equal(out[: lead.size + first + 100], three[: lead.size + first + 100])
+    np.testing.assert_array_equal(out[-lead.size :], three[-lead.size :])
+    # what was said is all there, in order: the output less its longest silent runs is the input
+    quiet = np.convolve(np.abs(out) < 1e-6, np.ones(int(0.6 * SR)), mode="valid")
+    assert (quiet == int(0.6 * SR)).sum() > 0  # a pause now lasts over 0.6 s
+    said = np.abs(out) > 1e-6
+    np.testing.assert_array_equal(out[said], three[np.abs(three) > 1e-6])
+    assert augment.longer_pauses(speech, 0.0, SR) is speech
+    one = np.concatenate([lead, speech, lead])  # said in one breath: nothing to lengthen
+    assert augment.longer_pauses(one, 0.4, SR).size == one.size
+
+
 def test_vocal_tract_warp_moves_the_spectrum_the_right_way() -> None:
     speech = _speech()
 
@@ -212,6 +231,14 @@ def test_same_seed_same_audio_and_off_is_the_old_corpus() -> None:
     reverb = [*SMALL, "data.synth.augment.reverb.share=0.5"]
     assert _key(load_recipe(REPO / "recipes/commands.yaml", reverb)) == _key(
         load_recipe(REPO / "recipes/commands.yaml", [*reverb, "data.synth.augment.lengthen.factor=[1.1,1.3]"])
+    )
+    # and so for pauses, added after lengthen, with lengthen on (as the commands recipe has it)
+    lengthen = [*SMALL, "data.synth.augment.lengthen.share=0.3"]
+    assert _key(load_recipe(REPO / "recipes/commands.yaml", lengthen)) == _key(
+        load_recipe(REPO / "recipes/commands.yaml", [*lengthen, "data.synth.augment.pauses.extra_s=[0.2,0.3]"])
+    )
+    assert _key(load_recipe(REPO / "recipes/commands.yaml", lengthen)) != _key(
+        load_recipe(REPO / "recipes/commands.yaml", [*lengthen, "data.synth.augment.pauses.share=0.5"])
     )
 
 
