@@ -36,7 +36,6 @@ from seqx.featurize.span import loud_frames
 from seqx.recipe import AugmentSettings, Voice
 
 # the fixed index of each augmentation's generator stream: append, never reorder
-# a new one goes at the end: each draws from the stream of its place, so the others' draws stay as they were
 NAMES = ("speed", "pitch", "warp", "reverb", "babble", "telephone", "eq", "clip", "quantize", "lengthen", "pauses")
 BANK_STREAM = 9  # the babble bank's sentence choice: len(NAMES) when it had nine, kept so banks stay as they were
 STREAM = 8  # the corpus's generator streams: 2 plans, 3 copies, 4 sentences, 7 piper scales, 8 augmentation
