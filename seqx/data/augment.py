@@ -204,6 +204,17 @@ LENGTHEN_FLOOR_DB = 30.0  # 10 ms frames more than this below the loudest are si
 LENGTHEN_FADE_S = 0.01  # crossfade into the slowed end, so the join does not click
 
 
+def speech_stretches(speech: np.ndarray, sample_rate: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """(first frames, ends (one past the last frame), frame length) of the stretches of speech between
+    pauses: 10 ms frames within 30 dB of the loudest, LENGTHEN_GAP_S of quiet ending one. What
+    `lengthen` slows the ends of and `longer_pauses` stretches the gaps between: one idea of a pause."""
+    loud, frame = loud_frames(speech, sample_rate, LENGTHEN_FLOOR_DB)
+    if loud.size == 0:
+        return loud, loud, frame
+    breaks = np.flatnonzero(np.diff(loud) > LENGTHEN_GAP_S * sample_rate / frame)  # frame gaps that are pauses
+    return np.r_[loud[0], loud[breaks + 1]], np.r_[loud[breaks] + 1, loud[-1] + 1], frame
+
+
 def lengthen(speech: np.ndarray, factor: float, tail: float, sample_rate: int) -> np.ndarray:
     """The end of each stretch of speech said slower: its last `tail` share takes `factor` times as long.
 
@@ -214,11 +225,9 @@ def lengthen(speech: np.ndarray, factor: float, tail: float, sample_rate: int) -
     """
     import librosa  # late: 1-2 s to import, and only augmented corpora need it
 
-    loud, frame = loud_frames(speech, sample_rate, LENGTHEN_FLOOR_DB)
-    if loud.size == 0 or factor <= 1.0:
+    starts, ends, frame = speech_stretches(speech, sample_rate)
+    if starts.size == 0 or factor <= 1.0:
         return speech
-    breaks = np.flatnonzero(np.diff(loud) > LENGTHEN_GAP_S * sample_rate / frame)  # frame gaps that are pauses
-    starts, ends = np.r_[loud[0], loud[breaks + 1]], np.r_[loud[breaks] + 1, loud[-1] + 1]
     fade = int(LENGTHEN_FADE_S * sample_rate)
     ramp = np.linspace(0.0, 1.0, fade, dtype=np.float32)
     pieces, done = [], 0
@@ -236,19 +245,17 @@ def lengthen(speech: np.ndarray, factor: float, tail: float, sample_rate: int) -
 
 
 def longer_pauses(speech: np.ndarray, extra_s: float, sample_rate: int) -> np.ndarray:
-    """Each pause between two stretches of speech (`lengthen`'s: 0.1 s of frames 30 dB under the
-    loudest) made `extra_s` longer, with silence in its middle; the lead-in and the tail are left.
+    """Each pause between two stretches of speech (`speech_stretches`) made `extra_s` longer, with silence in its middle; the lead-in and the tail are left.
 
     An engine says a comma as a 0.2-0.3 s pause; a person stopping between the parts of a command
     stops longer, and a model that never heard a longer stop inside a command takes it for the end:
     her dates' last "five" after a 0.44 s pause was dropped ("fifty five" heard as "fifty").
     """
-    loud, frame = loud_frames(speech, sample_rate, LENGTHEN_FLOOR_DB)
+    starts, ends, frame = speech_stretches(speech, sample_rate)
     extra = int(extra_s * sample_rate)
-    if loud.size == 0 or extra <= 0:
+    if starts.size == 0 or extra <= 0:
         return speech
-    breaks = np.flatnonzero(np.diff(loud) > LENGTHEN_GAP_S * sample_rate / frame)
-    middles = ((loud[breaks] + 1 + loud[breaks + 1]) // 2) * frame  # the middle of each pause, in samples
+    middles = ((ends[:-1] + starts[1:]) // 2) * frame  # the middle of each pause, in samples
     pieces = np.split(speech, middles)
     silence = np.zeros(extra, dtype=speech.dtype)
     return np.concatenate([p for piece in pieces[:-1] for p in (piece, silence)] + [pieces[-1]])
