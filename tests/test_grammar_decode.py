@@ -389,6 +389,32 @@ def test_the_distance_check_lets_a_long_command_be_one_word_off() -> None:
                      "reject_nbest_margin": 0.0, "nbest": 1}, constrained=True).slack == 0  # an older export
 
 
+def test_an_answer_to_nothing_heard_is_not_understood() -> None:
+    """Where the free beam (or the CTC head) heard no word, the grammar's answer is its guess at
+    noise: rejected whenever a check is on, even a one-word answer the slack would let through and
+    at a CTC gap under the margin (a long piece thins the gap out); with every check off it still
+    answers, and the calibration leaves such items out as the decoder does."""
+    from seqx.decode.reject import _pair
+    from seqx.decode.result import Hypothesis, Result, Rules, judge
+    from seqx.grammar.load import grammar_from_dict
+
+    grammar = grammar_from_dict({"intents": {"stop": ["stop"], "go": ["go {way}"]}, "slots": {"way": ["left", "right"]}})
+
+    def decide(heard: str | None, rules: Rules, ctc: str | None = None) -> Result:
+        result = Result(path="x.wav", free_text=heard, ctc_text=ctc, ctc_gap=0.05)
+        judge(result, [Hypothesis([0], -0.1, 0.9)], lambda tokens: "stop", rules, grammar)
+        return result
+
+    checks_on, gap_only, all_off = Rules(0.3, 1.0, 0.0, slack=1), Rules(0.3, 1.0, 0.0), Rules(0.0, 1.0, 0.0, slack=1)
+    for rules in (checks_on, gap_only, Rules(0.0, 0.5, 0.0, slack=1)):
+        assert (decide("", rules).understood, decide("", rules).reason) == (False, "rejected")
+    assert decide(None, checks_on, ctc=" ").reason == "rejected"  # no free beam: the CTC head's best path
+    assert decide("stop", checks_on).understood and decide("stop it", checks_on).understood  # heard: as before
+    assert decide("", all_off).understood and decide(None, checks_on).understood  # nothing to compare with
+    assert _pair(Result(path="x", text="stop", understood=True, ctc_gap=0.05, free_text=""), 1) is None
+    assert _pair(Result(path="x", text="stop", understood=True, ctc_gap=0.05, free_text="stop"), 1) == (0.05, 0.0)
+
+
 def test_a_long_file_nothing_of_which_is_understood_says_why() -> None:
     """A long recording's verdict comes from its pieces: speech the checks turned away is
     "rejected", not "no speech"; only pieces with nothing in them make the file "no speech"."""

@@ -142,9 +142,11 @@ def calibrate(recipe: Recipe, bundle: Bundle, grammar: Grammar, reporter: Report
 
 def _pair(result: Result, slack: int) -> tuple[float, float] | None:
     """(CTC gap, free distance as the check sees it) of a result decoded with the checks off; None
-    when it was not understood anyway (no speech, no answer, cut off). A missing free transcript
-    counts as agreement."""
+    when it was not understood anyway (no speech, no answer, cut off) or would not be with any check
+    on (the free side heard no word: `judge`). A missing free transcript counts as agreement."""
     if not result.understood or result.ctc_gap is None:
         return None
     heard = result.heard_free
+    if heard is not None and not heard.split():
+        return None
     return result.ctc_gap, checked_distance(heard, result.text, slack) if heard is not None else 0.0

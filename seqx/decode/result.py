@@ -150,6 +150,11 @@ class Rules:
     keep: int = 0  # n-best entries a result reports (decode.nbest; the search may hold more for `lead`); 0 = all
     slack: int = 0  # words of difference the distance check always lets through
 
+    @property
+    def checking(self) -> bool:
+        """Whether any "not understood" check is on (every one off: the grammar's best path answers)."""
+        return self.margin > 0 or self.distance < 1
+
     @classmethod
     def of(cls, decode: Any, constrained: bool) -> Rules:
         """`decode`: anything with the decode settings as attributes or keys."""
@@ -400,6 +405,10 @@ def judge(
         if heard is not None:
             result.free_distance, checked = distances(heard, result.text, rules.slack)
             made_up |= checked > rules.distance
+            # free to say anything, the model heard no word: the answer is the grammar's guess at noise.
+            # The slack would let a one-word answer through, and the CTC gap, a mean over frames, thins
+            # out over a long piece: 15 s of faint fan noise got "stop" (docs/decoding.md "Nothing heard")
+            made_up |= rules.checking and not heard.split()
     ambiguous = False
     if grammar is not None and rules.lead > 0 and result.text:
         result.command_lead = command_lead(hyps, texts, grammar)
