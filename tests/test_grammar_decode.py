@@ -398,7 +398,8 @@ def test_an_answer_to_nothing_heard_is_not_understood() -> None:
     from seqx.decode.result import Hypothesis, Result, Rules, judge
     from seqx.grammar.load import grammar_from_dict
 
-    grammar = grammar_from_dict({"intents": {"stop": ["stop"], "go": ["go {way}"]}, "slots": {"way": ["left", "right"]}})
+    grammar = grammar_from_dict({"intents": {"stop": ["stop"], "go": ["go {way}"]},
+                                 "slots": {"way": ["left", "right"]}})  # fmt: skip
 
     def decide(heard: str | None, rules: Rules, ctc: str | None = None) -> Result:
         result = Result(path="x.wav", free_text=heard, ctc_text=ctc, ctc_gap=0.05)
