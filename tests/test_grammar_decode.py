@@ -408,7 +408,8 @@ def test_an_answer_to_nothing_heard_is_not_understood() -> None:
 
     checks_on, gap_only, all_off = Rules(0.3, 1.0, 0.0, slack=1), Rules(0.3, 1.0, 0.0), Rules(0.0, 1.0, 0.0, slack=1)
     for rules in (checks_on, gap_only, Rules(0.0, 0.5, 0.0, slack=1)):
-        assert (decide("", rules).understood, decide("", rules).reason) == (False, "rejected")
+        nothing = decide("", rules)
+        assert (nothing.understood, nothing.reason) == (False, "rejected")
     assert decide(None, checks_on, ctc=" ").reason == "rejected"  # no free beam: the CTC head's best path
     assert decide("stop", checks_on).understood and decide("stop it", checks_on).understood  # heard: as before
     assert decide("", all_off).understood and decide(None, checks_on).understood  # nothing to compare with

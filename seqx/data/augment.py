@@ -245,7 +245,8 @@ def lengthen(speech: np.ndarray, factor: float, tail: float, sample_rate: int) -
 
 
 def longer_pauses(speech: np.ndarray, extra_s: float, sample_rate: int) -> np.ndarray:
-    """Each pause between two stretches of speech (`speech_stretches`) made `extra_s` longer, with silence in its middle; the lead-in and the tail are left.
+    """Each pause between two stretches of speech (`speech_stretches`) made `extra_s` longer, with
+    silence in its middle; the lead-in and the tail are left.
 
     An engine says a comma as a 0.2-0.3 s pause; a person stopping between the parts of a command
     stops longer, and a model that never heard a longer stop inside a command takes it for the end:

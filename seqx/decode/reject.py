@@ -146,7 +146,7 @@ def _pair(result: Result, slack: int) -> tuple[float, float] | None:
     on (the free side heard no word: `judge`). A missing free transcript counts as agreement."""
     if not result.understood or result.ctc_gap is None:
         return None
-    heard = result.heard_free
-    if heard is not None and not heard.split():
+    if result.heard_nothing:
         return None
+    heard = result.heard_free
     return result.ctc_gap, checked_distance(heard, result.text, slack) if heard is not None else 0.0

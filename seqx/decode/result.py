@@ -93,6 +93,13 @@ class Result:
         return self.free_text if self.free_text is not None else self.ctc_text
 
     @property
+    def heard_nothing(self) -> bool:
+        """The free side exists and has no word: the grammar's answer is then its guess at noise,
+        turned away by `judge` whenever a check is on and left out of the calibration (reject._pair)."""
+        heard = self.heard_free
+        return heard is not None and not heard.split()
+
+    @property
     def rtf(self) -> float:
         """Real-time factor: seconds of compute per second of audio (lower is faster)."""
         return self.decode_seconds / self.duration if self.duration else 0.0
@@ -405,10 +412,9 @@ def judge(
         if heard is not None:
             result.free_distance, checked = distances(heard, result.text, rules.slack)
             made_up |= checked > rules.distance
-            # free to say anything, the model heard no word: the answer is the grammar's guess at noise.
-            # The slack would let a one-word answer through, and the CTC gap, a mean over frames, thins
-            # out over a long piece: 15 s of faint fan noise got "stop" (docs/decoding.md "Nothing heard")
-            made_up |= rules.checking and not heard.split()
+            # the slack would let a one-word answer to nothing heard through, and the CTC gap, a mean over
+            # frames, thins out over a long piece: 15 s of faint white noise got "stop" (docs/decoding.md)
+            made_up |= rules.checking and result.heard_nothing
     ambiguous = False
     if grammar is not None and rules.lead > 0 and result.text:
         result.command_lead = command_lead(hyps, texts, grammar)
