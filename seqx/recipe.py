@@ -536,6 +536,14 @@ class DecodeSettings(_Section):
     # person's breath, "um" or an added "of"); a word missing or changed still counts. Synthetic
     # voices never add a sound, so valid's threshold turns such people away (docs/decoding.md)
     gap_forgives_insertions: bool = False
+    # the CTC gap is a mean over at most this many times the longest training utterance of as many
+    # words as the answer (gap_spans), not over a whole long piece: over 15 s of faint noise a one-word
+    # answer's costly frames were averaged away under the margin (seqx/decode/gap_span.py). Parts as
+    # long as training's keep their gap exactly. 0 = the mean over the whole part (bundles before it)
+    gap_span_factor: float = Field(2.0, ge=0.0, le=100.0)
+    # measured by training, stored in the bundle: the longest training utterance (s) of at most
+    # n words, n = 1, 2, ... (null: none recorded, no limit)
+    gap_spans: list[Annotated[float, Field(ge=0.0)]] | None = None
     # with a grammar: a result whose score is less than this above that of the best-ranked answer of
     # the n-best that is another command (another intent or slot value) is "not understood
     # (ambiguous)": a wrong command is usually a close second to the right one. 0 = off. It turns

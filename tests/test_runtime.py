@@ -21,6 +21,7 @@ import torch
 
 from seqx.data.manifest import read_manifest
 from seqx.decode.bundle import Bundle, load_bundle, save_bundle
+from seqx.decode.gap_span import longest_by_words
 from seqx.decode.transcribe import featurize, transcribe_files
 from seqx.errors import SeqxError
 from seqx.export.onnx_export import export_bundle
@@ -572,3 +573,24 @@ def test_demo_model_export_transcribes_its_whole_test_split_like_torch(tmp_path:
         torch.set_num_threads(threads)
     exported = load_exported(tmp_path / "onnx", threads=1)
     _same_results(runtime_transcribe(exported, paths), expected, "demo")
+
+
+def test_the_gap_over_a_long_part_is_decided_alike(trained: tuple[Recipe, Bundle, Path]) -> None:
+    """decode.gap_spans: training measured them on its own split; a part longer than the limit gets
+    a larger gap, the same in the export as in the bundle; a limit past every part changes nothing."""
+    recipe, bundle, onnx_dir = trained
+    train = read_manifest(recipe.data_dir / "train.jsonl")
+    assert bundle.decode.gap_spans == longest_by_words((u.text, u.duration) for u in train)
+    exported = load_exported(onnx_dir, threads=1)
+    paths = _split_audio(recipe, "test") + _split_audio(recipe, "valid")
+    spans = {"reject_margin": 0.0, "max_ctc_gap": 0.0, "reject_distance": 1.0}  # every answer's gap measured
+    plain = transcribe_files(bundle, paths, bundle.decode.model_copy(update={**spans, "gap_spans": None}))
+    roomy = transcribe_files(bundle, paths, bundle.decode.model_copy(update={**spans, "gap_spans": [60.0]}))
+    assert [r.ctc_gap for r in roomy] == [r.ctc_gap for r in plain]
+    tight = {**spans, "gap_spans": [0.1], "gap_span_factor": 1.0}  # every part is longer than 0.1 s
+    expected = transcribe_files(bundle, paths, bundle.decode.model_copy(update=tight))
+    _same_results(runtime_transcribe(exported, paths, {**settings_for(exported), **tight}), expected, "tight span")
+    # the sum over the part heard, over 0.1 s of it
+    pairs = [(t.ctc_gap, p.ctc_gap * t.heard_seconds / 0.1) for t, p in zip(expected, plain)
+             if p.ctc_gap is not None and p.ctc_gap > 0]  # fmt: skip
+    assert pairs and all(t == pytest.approx(want, rel=1e-6) for t, want in pairs)

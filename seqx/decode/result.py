@@ -22,6 +22,7 @@ import numpy as np
 
 from seqx.data.noise import with_noise_floor
 from seqx.decode.distance import distances
+from seqx.decode.gap_span import spanned_gap
 from seqx.featurize.span import speech_span
 
 if TYPE_CHECKING:
@@ -65,8 +66,11 @@ class Result:
     no_speech: bool = False
     nbest: list[dict[str, float | str | bool]] = field(default_factory=list)
     duration: float = 0.0
+    heard_seconds: float | None = None  # the part of the file the model heard (`gate`); None before the gate
     decode_seconds: float = 0.0
-    ctc_gap: float | None = None  # nats per frame the CTC head believes the text less than its best path
+    # nats per frame the CTC head believes the text less than its best path: a mean over the part
+    # heard, or over the seconds a command of the text's words takes when the part is longer (`judge`)
+    ctc_gap: float | None = None
     error: str | None = None
     intent: str | None = None  # the grammar's intent of `text`; None without a grammar or when not understood
     slots: dict[str, Output] = field(default_factory=dict)  # slot name -> output value
@@ -156,6 +160,8 @@ class Rules:
     lead: float = 0.0  # with a grammar: an answer less than this above another command: ambiguous (0 = off)
     keep: int = 0  # n-best entries a result reports (decode.nbest; the search may hold more for `lead`); 0 = all
     slack: int = 0  # words of difference the distance check always lets through
+    spans: tuple[float, ...] = ()  # the longest training utterance of at most n words (decode.gap_spans)
+    span_factor: float = 0.0  # the gap is a mean over at most this many spans of the answer's words; 0 = off
 
     @property
     def checking(self) -> bool:
@@ -174,6 +180,8 @@ class Rules:
             float(lead or 0.0) if constrained else 0.0,
             int(get("nbest") or 0),
             int(get("reject_distance_slack") or 0),  # None: an export config from before the setting
+            tuple(get("gap_spans") or ()),
+            float(get("gap_span_factor") or 0.0),
         )
 
     def search_nbest(self, beam: int, rescore: bool) -> int:
@@ -300,9 +308,9 @@ def gate(
     part = speech_part(wave, sample_rate, vad_threshold, margin_s, vad_model, vad_gate)
     if part is None:
         result.no_speech, result.reason = True, "no speech"
-    elif floor_snr_db is not None:
-        part = with_noise_floor(part, sample_rate, floor_snr_db)
-    return part
+        return None
+    result.heard_seconds = len(part) / sample_rate
+    return part if floor_snr_db is None else with_noise_floor(part, sample_rate, floor_snr_db)
 
 
 # ------------------------------------------------------------------ after the search
@@ -402,6 +410,9 @@ def judge(
     result.score = float(best.score)
     result.confidence = float(best.confidence) if math.isfinite(best.confidence) else 0.0
     result.text = texts[0]
+    if result.heard_seconds is not None:  # over a long piece, the mean over a command's length (gap_span.py)
+        result.ctc_gap = spanned_gap(result.ctc_gap, result.heard_seconds, len(result.text.split()), rules.spans,
+                                     rules.span_factor)  # fmt: skip
     # a looping or runaway hypothesis (flagged by the search) is never passed off as a command,
     # nor one the CTC head finds far less likely than what it heard (a made-up command, or the
     # grammar's nearest sentence to something it cannot say)

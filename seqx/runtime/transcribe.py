@@ -26,14 +26,14 @@ SETTINGS = (
     "beam", "nbest", "ctc_weight", "free_ctc_weight", "length_penalty", "max_len_ratio", "max_len", "batch_size",
     "max_segment_s", "min_confidence", "max_ctc_gap", "silence_dbfs", "grammar", "reject_margin", "free_beam",
     "reject_distance", "vad_threshold", "slot_weight", "speech_margin_s", "views", "reject_nbest_margin",
-    "reject_distance_slack", "gap_forgives_insertions", "vad_gate", "floor_snr_db",
+    "reject_distance_slack", "gap_forgives_insertions", "vad_gate", "floor_snr_db", "gap_span_factor", "gap_spans",
 )  # fmt: skip
 # an export's config from before a setting existed
 DEFAULTS = {"grammar": "recipe", "free_ctc_weight": None, "reject_margin": "auto", "free_beam": 0,
             "reject_distance": "auto", "vad_threshold": 0.0, "max_segment_s": 20.0, "slot_weight": 0.0,
             "speech_margin_s": 0.5, "views": 1, "reject_nbest_margin": 0.0,
             "reject_distance_slack": 0, "gap_forgives_insertions": False,
-            "vad_gate": None, "floor_snr_db": None}
+            "vad_gate": None, "floor_snr_db": None, "gap_span_factor": 0.0, "gap_spans": None}
 
 
 def settings_for(model: ExportedModel, **options: Any) -> dict[str, Any]:

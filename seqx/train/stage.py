@@ -14,11 +14,14 @@ import os
 import shutil
 import time
 from contextlib import ExitStack
+from typing import Any
 
 import torch
 
+from seqx.data.manifest import read_manifest
 from seqx.data.stage import run_data_stage
 from seqx.decode.bundle import check_bundle, load_bundle, save_bundle, update_config
+from seqx.decode.gap_span import longest_by_words
 from seqx.decode.slot_rescore import HeadLayout
 from seqx.device import resolve_device
 from seqx.errors import SeqxError
@@ -54,7 +57,7 @@ def choose_reject_thresholds(recipe: Recipe, grammar: Grammar, reporter: Reporte
     bundle.decode = bundle.decode.model_copy(update={
         "reject_distance_slack": recipe.decode.reject_distance_slack,
         "gap_forgives_insertions": recipe.decode.gap_forgives_insertions,
-        "floor_snr_db": recipe.decode.floor_snr_db})  # fmt: skip
+        "floor_snr_db": recipe.decode.floor_snr_db, **gap_span_settings(recipe)})  # fmt: skip
     found = calibrate(recipe, bundle, grammar, reporter)
     chosen = {"reject_margin": found.margin}
     if recipe.decode.reject_distance == "auto":
@@ -63,6 +66,16 @@ def choose_reject_thresholds(recipe: Recipe, grammar: Grammar, reporter: Reporte
     reporter.info(f"train: decode.reject_margin {found.margin:.3f}, reject_distance {found.distance:.3f} "
                   f"(valid: false rejects {100 * found.false_rejects:.1f}%, "
                   f"false accepts {100 * found.false_accepts:.1f}% of {found.negatives} negatives)")
+
+
+def gap_span_settings(recipe: Recipe) -> dict[str, Any]:
+    """The recipe's gap_span_factor, and gap_spans measured on its training split when the recipe
+    does not give them (seqx/decode/gap_span.py): what the bundle decodes with."""
+    spans = recipe.decode.gap_spans
+    if spans is None:
+        train = recipe.data_dir / "train.jsonl"
+        spans = longest_by_words((u.text, u.duration) for u in read_manifest(train)) if train.is_file() else None
+    return {"gap_span_factor": recipe.decode.gap_span_factor, "gap_spans": spans or None}
 
 
 def pick_device(requested: str) -> torch.device:
@@ -209,7 +222,8 @@ def train_on_stores(
             model = trainer.averaged_model()
             report.averaged = [p.name for p in trainer.best_paths() if p.is_file()]
             report.bundle_valid_wer = trainer.validate(model).wer
-            save_bundle(recipe.bundle_dir, model, recipe.features, recipe.data.sample_rate, cmvn, tokenizer, recipe.decode,
+            decode = recipe.decode.model_copy(update=gap_span_settings(recipe))
+            save_bundle(recipe.bundle_dir, model, recipe.features, recipe.data.sample_rate, cmvn, tokenizer, decode,
                         extra={"train": {"steps": state.step, "epochs": state.epoch, "averaged": report.averaged,
                                          "valid_wer": report.bundle_valid_wer},
                                "grammar": grammar.to_dict() if grammar is not None else None,
