@@ -15,6 +15,8 @@ def test_the_longest_utterance_of_at_most_n_words_never_shrinks_with_n() -> None
     # no three-word utterance: it may take as long as the longest of two; silence has no words
     assert longest_by_words(said) == [0.9, 1.4, 1.4, 2.2]
     assert longest_by_words([("", 2.0)]) == []
+    # no one-word sentence (a grammar of dates): a one-word answer may take what the fewest words took
+    assert longest_by_words([("monday the first", 1.8), ("may second", 1.2), ("june third", 1.1)]) == [1.2, 1.2, 1.8]
 
 
 def test_the_limit_follows_the_answer_s_words_up_to_the_longest_trained_on() -> None:

@@ -18,16 +18,20 @@ from collections.abc import Iterable, Sequence
 
 def longest_by_words(utterances: Iterable[tuple[str, float]]) -> list[float]:
     """[the longest duration (s) of an utterance of at most n words, for n = 1, 2, ...] from
-    (text, duration) pairs; utterances with no words are left out. [] when none has a word."""
+    (text, duration) pairs; utterances with no words are left out. Below the fewest words any
+    utterance has (a grammar of dates has no one-word sentence), that of the fewest. [] when none
+    has a word."""
     longest: dict[int, float] = {}
     for text, duration in utterances:
         words = len(text.split())
         if words:
             longest[words] = max(longest.get(words, 0.0), float(duration))
-    spans: list[float] = []
-    for words in range(1, max(longest, default=0) + 1):
-        spans.append(round(max(longest.get(words, 0.0), spans[-1] if spans else 0.0), 3))
-    return spans
+    if not longest:
+        return []
+    spans = [longest[min(longest)]] * min(longest)
+    for words in range(min(longest) + 1, max(longest) + 1):
+        spans.append(max(longest.get(words, 0.0), spans[-1]))
+    return [round(s, 3) for s in spans]
 
 
 def span_limit(spans: Sequence[float] | None, words: int, factor: float) -> float | None:
