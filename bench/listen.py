@@ -227,7 +227,8 @@ def main() -> None:
     stream, truth = make_stream(args.commands, args.voice, args.rate_wpm)
     report: dict[str, object] = {"stream_s": stream.size / R, "settings": settings.model_dump()}
     report["seqx"] = bench_seqx(stream, truth, bundle, settings)
-    report["idle"] = bench_idle(args.idle_s, settings)
+    if args.idle_s > 0:  # 0: no idle measurement (an empty stream is no input to listen to)
+        report["idle"] = bench_idle(args.idle_s, settings)
     if bundle is not None and args.long_min > 0:
         report["long"] = bench_long(args.long_min, bundle, args.max_piece_s, args.voice, args.rate_wpm)
     if not args.skip_peer:
