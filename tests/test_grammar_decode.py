@@ -411,10 +411,13 @@ def test_an_answer_to_nothing_heard_is_not_understood() -> None:
         nothing = decide("", rules)
         assert (nothing.understood, nothing.reason) == (False, "rejected")
     assert decide(None, checks_on, ctc=" ").reason == "rejected"  # no free beam: the CTC head's best path
+    # the free beam made a word of what the CTC head heard as nothing: the decoder's guess at noise
+    assert decide("stop", checks_on, ctc="").reason == "rejected" and decide("stop", checks_on, ctc="stop").understood
     assert decide("stop", checks_on).understood and decide("stop it", checks_on).understood  # heard: as before
     assert decide("", all_off).understood and decide(None, checks_on).understood  # nothing to compare with
     assert _pair(Result(path="x", text="stop", understood=True, ctc_gap=0.05, free_text=""), 1) is None
     assert _pair(Result(path="x", text="stop", understood=True, ctc_gap=0.05, free_text="stop"), 1) == (0.05, 0.0)
+    assert _pair(Result(path="x", text="stop", understood=True, ctc_gap=0.05, free_text="stop", ctc_text=""), 1) is None
 
 
 def test_a_long_file_nothing_of_which_is_understood_says_why() -> None:

@@ -98,10 +98,13 @@ class Result:
 
     @property
     def heard_nothing(self) -> bool:
-        """The free side exists and has no word: the grammar's answer is then its guess at noise,
-        turned away by `judge` whenever a check is on and left out of the calibration (reject._pair)."""
-        heard = self.heard_free
-        return heard is not None and not heard.split()
+        """The free beam's best or the CTC head's best path exists and has no word: the grammar's
+        answer is then its guess at noise, turned away by `judge` whenever a check is on and left out
+        of the calibration (reject._pair). Either side: where the CTC head hears nothing, the free
+        beam's word is the decoder completing noise into a word (a warzone model's free beam heard
+        "attack" in brown noise, its CTC head nothing); no person's accepted answer on six sets had an
+        empty CTC path (docs/benchmarks.md "The CTC head heard nothing")."""
+        return any(side is not None and not side.split() for side in (self.free_text, self.ctc_text))
 
     @property
     def rtf(self) -> float:
