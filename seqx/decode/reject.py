@@ -144,9 +144,7 @@ def _pair(result: Result, slack: int) -> tuple[float, float] | None:
     """(CTC gap, free distance as the check sees it) of a result decoded with the checks off; None
     when it was not understood anyway (no speech, no answer, cut off) or would not be with any check
     on (the free side heard no word: `judge`). A missing free transcript counts as agreement."""
-    if not result.understood or result.ctc_gap is None:
-        return None
-    if result.heard_nothing:
+    if not result.understood or result.ctc_gap is None or result.heard_nothing:
         return None
     heard = result.heard_free
     return result.ctc_gap, checked_distance(heard, result.text, slack) if heard is not None else 0.0

@@ -426,8 +426,8 @@ def judge(
         if heard is not None:
             result.free_distance, checked = distances(heard, result.text, rules.slack)
             made_up |= checked > rules.distance
-            # the slack would let a one-word answer to nothing heard through, and the CTC gap, a mean over
-            # frames, thins out over a long piece: 15 s of faint white noise got "stop" (docs/decoding.md)
+            # nothing heard: the slack would let a one-word answer through, and the CTC gap may still be
+            # under the margin (a free beam that made "attack" of brown noise, docs/decoding.md)
             made_up |= rules.checking and result.heard_nothing
     ambiguous = False
     if grammar is not None and rules.lead > 0 and result.text:
