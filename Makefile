@@ -30,11 +30,11 @@ system-deps:
 
 # torch's CUDA build and its libraries are about 5.5 GB installed: no pip cache beside them (its copy
 # of the downloaded wheels would be 3 GB more; a CI run ran out of disk with one), and a clear line
-# when the disk cannot hold even the venv. uv installs them: 31 s against pip's 75 s on this machine
+# when the disk cannot hold even the venv. uv installs them: 40 s against pip's 75 s on this machine
 # (docs/benchmarks.md "The venv made by uv"). Its cache lies inside the venv, on the same disk, so the
 # venv's files are hard links to it (no second copy) and it is deleted after; pip does it if uv cannot.
 # --compile-bytecode, as pip does: where PYTHONDONTWRITEBYTECODE is set (this machine), every process
-# would compile torch's modules again (`make test` 13 min 35 s against 10 min 25 s).
+# would compile torch's modules again (`import torch, seqx.cli.app` 2.7-4.0 s against 1.7-1.9 s).
 VENV_FREE_GB = 6
 EXTRAS = train,dev,voices,export
 $(VENV)/.installed: pyproject.toml Makefile
