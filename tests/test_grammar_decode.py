@@ -19,7 +19,7 @@ from seqx.data.manifest import read_manifest
 from seqx.data.synth import OOG_SUFFIX
 from seqx.decode.bundle import Bundle
 from seqx.decode.negatives import read_negatives
-from seqx.decode.reject import choose_margin
+from seqx.decode.reject import CHECKS_OFF, choose_margin
 from seqx.decode.transcribe import transcribe_files
 from seqx.grammar import load_grammar
 from seqx.recipe import Recipe, load_recipe
@@ -158,10 +158,10 @@ def test_negatives_are_found_from_anywhere(
 def test_constrained_equals_free_where_free_is_a_command(trained: tuple[Recipe, Bundle]) -> None:
     recipe, bundle = trained
     paths = [u.audio for u in _utts(recipe) + _utts(recipe, "test") if u.text]
-    loose = {"max_ctc_gap": 0.0, "reject_margin": 0.0, "reject_distance": 1.0}  # the searches, not the rejection
-    for beam in (1, 4):
-        free = transcribe_files(bundle, paths, bundle.decode.model_copy(update={"beam": beam, "grammar": "none", **loose}))
-        ruled = transcribe_files(bundle, paths, bundle.decode.model_copy(update={"beam": beam, **loose}))
+    for beam in (1, 4):  # every check off: the searches, not the rejection
+        free_settings = bundle.decode.model_copy(update={"beam": beam, "grammar": "none", **CHECKS_OFF})
+        free = transcribe_files(bundle, paths, free_settings)
+        ruled = transcribe_files(bundle, paths, bundle.decode.model_copy(update={"beam": beam, **CHECKS_OFF}))
         checked = 0
         for f, r in zip(free, ruled, strict=True):
             assert r.text == "" or bundle.grammar.accepts(r.text)

@@ -22,6 +22,7 @@ import torch
 from seqx.data.manifest import read_manifest
 from seqx.decode.bundle import Bundle, load_bundle, save_bundle
 from seqx.decode.gap_span import longest_by_words
+from seqx.decode.reject import CHECKS_OFF
 from seqx.decode.transcribe import featurize, transcribe_files
 from seqx.errors import SeqxError
 from seqx.export.onnx_export import export_bundle
@@ -583,12 +584,11 @@ def test_the_gap_over_a_long_part_is_decided_alike(trained: tuple[Recipe, Bundle
     assert bundle.decode.gap_spans == longest_by_words((u.text, u.duration) for u in train)
     exported = load_exported(onnx_dir, threads=1)
     paths = _split_audio(recipe, "test") + _split_audio(recipe, "valid")
-    # every check off (reject.without_rejection's keys, here for both paths): every answer's gap measured
-    checks_off = {"reject_margin": 0.0, "max_ctc_gap": 0.0, "reject_distance": 1.0}
-    plain = transcribe_files(bundle, paths, bundle.decode.model_copy(update={**checks_off, "gap_spans": None}))
-    roomy = transcribe_files(bundle, paths, bundle.decode.model_copy(update={**checks_off, "gap_spans": [60.0]}))
+    # every check off, for both paths: every answer's gap measured
+    plain = transcribe_files(bundle, paths, bundle.decode.model_copy(update={**CHECKS_OFF, "gap_spans": None}))
+    roomy = transcribe_files(bundle, paths, bundle.decode.model_copy(update={**CHECKS_OFF, "gap_spans": [60.0]}))
     assert [r.ctc_gap for r in roomy] == [r.ctc_gap for r in plain]
-    tight = {**checks_off, "gap_spans": [0.1], "gap_span_factor": 1.0}  # every part is longer than 0.1 s
+    tight = {**CHECKS_OFF, "gap_spans": [0.1], "gap_span_factor": 1.0}  # every part is longer than 0.1 s
     expected = transcribe_files(bundle, paths, bundle.decode.model_copy(update=tight))
     _same_results(runtime_transcribe(exported, paths, {**settings_for(exported), **tight}), expected, "tight span")
     # the sum over the part heard, over 0.1 s of it

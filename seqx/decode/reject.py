@@ -111,10 +111,15 @@ def valid_negatives(recipe: Recipe, grammar: Grammar, reporter: Reporter | None 
                            noise_repeats=1, reporter=reporter or Collect())  # fmt: skip
 
 
+# Every "not understood" check off, as decode settings: the CTC gap with and without a grammar, the
+# free distance. A dict too, for callers that pass settings as one (the torch-free runtime's).
+CHECKS_OFF: dict[str, float] = {"reject_margin": 0.0, "max_ctc_gap": 0.0, "reject_distance": 1.0}
+
+
 def without_rejection(settings: DecodeSettings) -> DecodeSettings:
-    """Every "not understood" check off (the CTC gap with and without a grammar, the free distance):
-    the grammar's best path always answers, as a grammar recognizer without rejection decodes."""
-    return settings.model_copy(update={"reject_margin": 0.0, "max_ctc_gap": 0.0, "reject_distance": 1.0})
+    """`settings` with every check off (CHECKS_OFF): the grammar's best path always answers, as a
+    grammar recognizer without rejection decodes."""
+    return settings.model_copy(update=CHECKS_OFF)
 
 
 def calibrate(recipe: Recipe, bundle: Bundle, grammar: Grammar, reporter: Reporter | None = None) -> Calibration:
