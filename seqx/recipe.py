@@ -414,12 +414,6 @@ class TokenizerSettings(_Section):
     # CTC needs a blank frame between two equal labels, and at 80 ms a frame a doubled letter is
     # said within one or two (seqx/tokenize/tokenizer.py `merge_repeated_pieces`)
     merge_repeats: bool = False
-    # `filler`: in training transcripts every run of words outside the grammar (the everyday English of
-    # out-of-grammar strings, seqx/decode/negatives.py) is one `<unk>`, as keyword spotters train a
-    # garbage model: the model learns "something else" instead of spelling words it hears once or
-    # never, and the tokenizer's pieces go to the grammar's words. No grammar (a manifest corpus): no
-    # effect. `spell`: the words' own pieces, as before (seqx/tokenize/tokenizer.py)
-    other_words: Literal["spell", "filler"] = "spell"
 
 
 # ------------------------------------------------------------------------- model

@@ -55,8 +55,6 @@ CASES = [
     ("tokenizer__lowercase", False, {"featurize", "tokenize"}),
     ("tokenizer__merge_repeats", True, {"tokenize"}),
     ("tokenizer__merge_repeats", False, set()),  # the default: tokenizers from before the setting stay fresh
-    ("tokenizer__other_words", "filler", {"tokenize"}),
-    ("tokenizer__other_words", "spell", set()),  # the default: the same
     ("model__d_model", 128, {"train"}),
     ("train__lr", 0.0005, {"train"}),
     ("train__lr_floor", 0.0, {"train"}),

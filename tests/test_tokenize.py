@@ -123,34 +123,6 @@ def test_merge_repeats_spells_no_word_with_a_piece_twice_in_a_row(tmp_path: Path
     assert answers.pieces("battery") == ["\u2581battery"]
 
 
-def test_filler_encodes_each_run_of_other_words_as_one_unk(tmp_path: Path, commands: list[str]) -> None:
-    """`other_words: filler`: out-of-grammar strings' everyday words are one <unk> per run in the
-    training targets, and no piece is trained for them (a model need not learn to spell them)."""
-    grammar = sorted({w for c in commands for w in c.split()})
-    everyday = ["the zebra played with a purple balloon", "pizza with eggs and coffee", "zebra"]
-    texts = commands + everyday * 20  # often enough that BPE would make pieces of them
-    filler = train_tokenizer(texts, tmp_path / "filler", TokenizerSettings(vocab_size=128, other_words="filler"),
-                             answers=grammar)  # fmt: skip
-    spell = train_tokenizer(texts, tmp_path / "spell", TokenizerSettings(vocab_size=128), answers=grammar)
-    assert (tmp_path / "filler" / "words.txt").read_text().split() == grammar
-    assert not (tmp_path / "spell" / "words.txt").exists()
-    unk = filler.unk_id
-    assert filler.encode("zebra purple balloon") == [unk]
-    a, b = grammar[0], grammar[-1]
-    assert filler.encode(f"{a} zebra purple {b}") == filler.encode(a) + [unk] + filler.encode(b)
-    assert filler.decode(filler.encode(f"{a} zebra {b}")) == f"{a} {b}"
-    assert unk not in spell.encode("the zebra played")  # `spell` (the default) spells every word
-    # the pieces are the grammar's: none is trained on a word only everyday English says
-    assert not any("zeb" in p or "ball" in p for p in (filler.id_to_piece(i) for i in range(filler.vocab_size)))
-    assert any("zeb" in p for p in (spell.id_to_piece(i) for i in range(spell.vocab_size)))
-    for command in commands[:50]:  # every command is spelled as before the filler, with no <unk>
-        assert unk not in filler.encode(command) and filler.decode(filler.encode(command)) == command
-    # loaded from disk it still knows its words; trained again without a grammar it spells everything
-    assert Tokenizer.load(tmp_path / "filler").encode("zebra") == [unk]
-    again = train_tokenizer(texts, tmp_path / "filler", TokenizerSettings(vocab_size=128, other_words="filler"))
-    assert not (tmp_path / "filler" / "words.txt").exists() and unk not in again.encode("zebra")
-
-
 def test_stage_says_when_the_vocabulary_shrank(tmp_path: Path, commands: list[str]) -> None:
     from seqx.report import Collect
 

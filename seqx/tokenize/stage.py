@@ -32,10 +32,9 @@ class TokenizeReport:
 def tokenize_stage_key(recipe: Recipe, words: list[str] | None = None) -> str:
     """The tokenizer depends on its settings, the training transcripts and the grammar's words."""
     words = grammar_words(recipe) if words is None else words
-    # `merge_repeats` and `other_words` came later: at their defaults, a tokenizer trained before stays fresh
-    later = {"merge_repeats": False, "other_words": "spell"}
+    # `merge_repeats` came later: off, a tokenizer trained before it stays fresh
     settings = recipe.tokenizer.model_dump(
-        mode="json", exclude={k for k, default in later.items() if getattr(recipe.tokenizer, k) == default}
+        mode="json", exclude=set() if recipe.tokenizer.merge_repeats else {"merge_repeats"}
     )
     return fingerprint(settings, signature_in(recipe.data_dir / "train.jsonl", recipe.root), words)
 

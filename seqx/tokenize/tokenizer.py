@@ -11,7 +11,7 @@ import io
 import json
 import re
 from collections.abc import Collection, Iterable, Sequence
-from itertools import groupby, pairwise
+from itertools import pairwise
 from pathlib import Path
 
 import sentencepiece as spm
@@ -24,7 +24,6 @@ from seqx.tokenize.text import normalize_text
 
 PAD, UNK, BOS, EOS, BLANK = "<pad>", "<unk>", "<s>", "</s>", "<blank>"
 MODEL_NAME, SETTINGS_NAME = "bpe.model", "tokenizer.json"
-WORDS_NAME = "words.txt"  # with `other_words: filler`: the grammar's words, one a line; any other word is <unk>
 
 
 class Tokenizer:
@@ -42,7 +41,6 @@ class Tokenizer:
         self.eos_id = self.sp.piece_to_id(EOS)
         self.blank_id = self.sp.piece_to_id(BLANK)
         self.special_ids = {self.pad_id, self.unk_id, self.bos_id, self.eos_id, self.blank_id}
-        self.known_words = _known_words(self.model_path.parent / WORDS_NAME) if settings.other_words == "filler" else None
 
     @classmethod
     def load(cls, folder: str | Path) -> Tokenizer:
@@ -64,15 +62,8 @@ class Tokenizer:
         return normalize_text(text, self.settings)
 
     def encode(self, text: str) -> list[int]:
-        """Normalized text -> ids (no bos/eos). With `other_words: filler` each run of words outside
-        the grammar is one <unk>: "the ball e" -> <unk> + "e"'s pieces."""
-        text = self.normalize(text)
-        if self.known_words is None:
-            return self.sp.encode(text)
-        ids: list[int] = []
-        for known, run in groupby(text.split(), key=self.known_words.__contains__):
-            ids += self.sp.encode(" ".join(run)) if known else [self.unk_id]
-        return ids
+        """Normalized text -> ids (no bos/eos)."""
+        return self.sp.encode(self.normalize(text))
 
     def decode(self, ids: Iterable[int]) -> str:
         return self.sp.decode([int(i) for i in ids if int(i) not in self.special_ids])
@@ -92,8 +83,7 @@ def train_tokenizer(
     `answers`: the words `merge_repeats` may make whole, the grammar's (None: every word of the
     texts). Not the everyday English of out-of-grammar strings: on a grammar of a few words those
     are most of the text, and twenty of them made whole would take the merges that spell the
-    grammar's own words (cards' "eight" as `▁ e i g h t`). With `other_words: filler` they are also
-    the only words the pieces are trained on and spell (words.txt); every other word encodes as <unk>.
+    grammar's own words (cards' "eight" as `▁ e i g h t`).
 
     `vocab_size` is the most pieces: a text too small to support that many (a grammar of a
     dozen words cannot fill the default 128) gets the largest size that works, and the
@@ -104,9 +94,6 @@ def train_tokenizer(
         raise SeqxError(f"{out_dir}: tokenizer.vocab_size auto needs the grammar's words: use resolved_settings()")
     out_dir.mkdir(parents=True, exist_ok=True)
     lines = [t for t in (normalize_text(x, settings) for x in texts) if t]
-    known = {normalize_text(a, settings) for a in answers} if settings.other_words == "filler" and answers else None
-    if known is not None:  # the pieces are for the grammar's words alone: any other word is one <unk>
-        lines = [t for t in (" ".join(w for w in line.split() if w in known) for line in lines) if t]
     if not lines:
         raise SeqxError(f"{out_dir}: no non-empty training transcripts to train a tokenizer on")
     try:
@@ -116,10 +103,6 @@ def train_tokenizer(
         model = _train_pieces(lines, settings, answers)
     with atomic_write(out_dir / MODEL_NAME) as tmp:
         tmp.write_bytes(model)
-    if known is not None:
-        atomic_write_text(out_dir / WORDS_NAME, "".join(f"{w}\n" for w in sorted(known)))
-    else:  # a `filler` tokenizer trained here before must not lend its words to this one
-        (out_dir / WORDS_NAME).unlink(missing_ok=True)
     fault_point("tokenize")
     atomic_write_text(out_dir / SETTINGS_NAME, json.dumps(settings.model_dump(), indent=1))
     return Tokenizer(out_dir / MODEL_NAME, settings)
@@ -205,12 +188,3 @@ def _train_sentencepiece(lines: list[str], settings: TokenizerSettings, whole_wo
             raise _TooManyPieces(int(match.group(1))) from None
         raise SeqxError(f"tokenizer: sentencepiece failed: {str(err).splitlines()[0]}") from None
     return model.getvalue()
-
-
-def _known_words(path: Path) -> frozenset[str] | None:
-    """The words a `filler` tokenizer spells (None without the file: a tokenizer trained without a
-    grammar spells every word)."""
-    try:
-        return frozenset(path.read_text().split())
-    except FileNotFoundError:
-        return None
