@@ -112,8 +112,9 @@ def valid_negatives(recipe: Recipe, grammar: Grammar, reporter: Reporter | None 
 
 
 # Every "not understood" check off, as decode settings: the CTC gap with and without a grammar, the
-# free distance. A dict too, for callers that pass settings as one (the torch-free runtime's).
-CHECKS_OFF: dict[str, float] = {"reject_margin": 0.0, "max_ctc_gap": 0.0, "reject_distance": 1.0}
+# free distance, the confidence floor. A dict too, for callers that pass settings as one (the
+# torch-free runtime's).
+CHECKS_OFF: dict[str, float] = {"reject_margin": 0.0, "max_ctc_gap": 0.0, "reject_distance": 1.0, "min_confidence": 0.0}
 
 
 def without_rejection(settings: DecodeSettings) -> DecodeSettings:
