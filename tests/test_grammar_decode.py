@@ -441,3 +441,26 @@ def test_a_long_file_nothing_of_which_is_understood_says_why() -> None:
     assert joined("silence", "no speech", "silence").reason == "no speech"
     heard = joined("rejected", None, "silence", texts=("", "open the terminal", ""))
     assert (heard.understood, heard.reason, heard.text) == (True, None, "open the terminal")
+
+
+def test_the_recipe_floor_turns_away_an_answer_the_decoder_hardly_believes() -> None:
+    """The commands recipe's `min_confidence` (0.2): a letter heard at confidence 0.08 is "low
+    confidence"; every check off (`without_rejection`, the "no rejection" rows and the thresholds'
+    calibration) answers it, as before the floor."""
+    from seqx.decode.reject import without_rejection
+    from seqx.decode.result import Hypothesis, Result, Rules, judge
+    from seqx.grammar.load import grammar_from_dict
+    from seqx.recipe import DEFAULT_RECIPE, DecodeSettings, load_recipe
+
+    grammar = grammar_from_dict({"intents": {"letter": ["{letter}"]}, "slots": {"letter": ["a", "b"]}})
+    decode = load_recipe(DEFAULT_RECIPE).decode.model_copy(update={"reject_margin": 0.3, "reject_distance": 1.0})
+    assert decode.min_confidence == 0.2
+
+    def decide(settings: DecodeSettings, confidence: float) -> Result:
+        result = Result(path="x.wav", free_text="b", ctc_text="b", ctc_gap=0.05)
+        judge(result, [Hypothesis([0], -2.5, confidence)], lambda tokens: "b", Rules.of(settings, True), grammar)
+        return result
+
+    assert (decide(decode, 0.08).understood, decide(decode, 0.08).reason) == (False, "low confidence")
+    assert decide(decode, 0.3).understood and decide(decode, 0.3).slots == {"letter": "b"}
+    assert decide(without_rejection(decode), 0.08).understood
