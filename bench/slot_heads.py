@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 from seqx.decode.bundle import load_bundle  # noqa: E402
 from seqx.decode.evaluate import evaluate  # noqa: E402
 from seqx.decode.negatives import build_negatives  # noqa: E402
-from seqx.decode.reject import calibrate  # noqa: E402
+from seqx.decode.reject import calibrate, without_rejection  # noqa: E402
 from seqx.decode.transcribe import Constraint  # noqa: E402
 from seqx.recipe import load_recipe  # noqa: E402
 
@@ -96,7 +96,7 @@ def main() -> None:
         bundle.decode = bundle.decode.merged(slot_weight=weight, reject_distance="auto")
         found = calibrate(recipe, bundle, grammar)
         checked = bundle.decode.merged(reject_margin=found.margin, reject_distance=found.distance)
-        opened = bundle.decode.merged(reject_margin=0.0, reject_distance=1.0, max_ctc_gap=0.0)
+        opened = without_rejection(bundle.decode)  # every check off, the confidence floor too
         for mode, settings in (("calibrated", checked), ("open", opened)):
             start = time.process_time()
             report = evaluate(recipe, bundle, settings, args.split, tag=f"slot{weight:g}-{mode}",
