@@ -461,6 +461,7 @@ def test_the_recipe_floor_turns_away_an_answer_the_decoder_hardly_believes() -> 
         judge(result, [Hypothesis([0], -2.5, confidence)], lambda tokens: "b", Rules.of(settings, True), grammar)
         return result
 
-    assert (decide(decode, 0.08).understood, decide(decode, 0.08).reason) == (False, "low confidence")
-    assert decide(decode, 0.3).understood and decide(decode, 0.3).slots == {"letter": "b"}
+    doubted, believed = decide(decode, 0.08), decide(decode, 0.3)
+    assert (doubted.understood, doubted.reason) == (False, "low confidence")
+    assert believed.understood and believed.slots == {"letter": "b"}
     assert decide(without_rejection(decode), 0.08).understood
