@@ -329,7 +329,9 @@ def warzone_lines() -> list[tuple[str, str]]:
     folder = Path(tempfile.gettempdir()) / "seqx-warzone"
     folder.mkdir(parents=True, exist_ok=True)
     lines = []
-    with zipfile.ZipFile(WARZONE) as wz:
+    # each run extracts into its own scratch folder: two runs at once on a fresh machine must not
+    # delete each other's .ogg (seen 2026-11-30); the .wav is published atomically either way
+    with zipfile.ZipFile(WARZONE) as wz, tempfile.TemporaryDirectory(dir=folder) as scratch:
         where = {Path(n).name: n for n in wz.namelist() if n.endswith(".ogg") and Path(n).parts[1] in WARZONE_SPEECH}
         config = wz.read("audio/audio.cfg").decode("latin-1")
         for name, label in re.findall(r'audio\s+"([^"]+\.ogg)"[^\n]*?/\*\s*(.*?)\s*\*/', config):
@@ -339,11 +341,10 @@ def warzone_lines() -> list[tuple[str, str]]:
             text = " ".join(WARZONE_SPELLING.get(w, w) for w in words)
             path = folder / f"{Path(name).stem}.wav"
             if not path.is_file():
-                ogg = folder / name
+                ogg = Path(scratch) / name
                 ogg.write_bytes(wz.read(where[name]))
                 with atomic_write(path) as tmp:  # 11.025 kHz Vorbis, as 16 kHz PCM the way every set is read
                     sf.write(tmp, read_samples(ogg, 16000), 16000, subtype="PCM_16", format="WAV")
-                ogg.unlink()
             lines.append((str(path), text))
     return sorted(lines)
 
