@@ -109,8 +109,10 @@ class Trainer:
         if dist_info.enabled:
             ids = [device.index] if device.type == "cuda" else None
             self.net = nn.parallel.DistributedDataParallel(self.model, device_ids=ids)
-        # what the training step calls; checkpoints, validation and the bundle use self.model itself
-        self.forward: Callable[..., Any] = torch.compile(self.net, dynamic=True) if self.settings.compile else self.net
+        # what the training step calls; checkpoints, validation and the bundle use self.model itself. dynamic=None:
+        # sizes that never change (the feature dimension) stay static; with dynamic=True inductor could not order
+        # the strides of a one-utterance batch's (1, 1, T, F) in the conv2d front-end ("1 < s76", 2026-11-30)
+        self.forward: Callable[..., Any] = torch.compile(self.net, dynamic=None) if self.settings.compile else self.net
         self.optimizer = torch.optim.AdamW(
             param_groups(self.model, self.settings.weight_decay),
             lr=self.settings.lr,
