@@ -280,7 +280,9 @@ def test_hibari_says_the_same_samples_for_the_same_plan_and_follows_rate_and_pit
     low, _ = hibari.speak("check the battery", voice, engines.Delivery(pitch=20))
     high, _ = hibari.speak("check the battery", voice, engines.Delivery(pitch=80))
     assert abs(low.size - high.size) < 0.02 * plain.size  # pitch, not pace
-    assert _median_f0(low, rate_hz) < 0.9 * _median_f0(plain, rate_hz) < 0.9 * _median_f0(high, rate_hz)
+    # pitch 20 / 80 is an F0 factor of 0.81 / 1.23; this coarse autocorrelation measured 0.905 / 1.21 on an
+    # AMD EPYC (2026-11-30), under 0.9 elsewhere: the same voice, not the same factor, gives 1.0
+    assert _median_f0(low, rate_hz) < 0.95 * _median_f0(plain, rate_hz) < 0.95 * _median_f0(high, rate_hz)
     with pytest.raises(SeqxError, match=r"hibari: no voice 'emma' in the package \(in it: heart\)"):
         hibari.speak("check the battery", Voice(engine="hibari", variant="emma"), engines.Delivery())
     with pytest.raises(SeqxError, match=r"data.synth.hibari_voices: emma not installed \(installed: heart\)"):
