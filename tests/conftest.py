@@ -20,8 +20,17 @@ ESPEAK_ONLY = ["data.synth.engines=[espeak-ng]", "data.synth.test_engine=same"]
 
 def pytest_configure(config: pytest.Config) -> None:
     """Graphs seqx makes and caches (seqx.featurize.embedding_graph) go to a folder of this run, never
-    the user's ~/.cache/seqx; set before any worker or `seqx` subprocess starts, so they inherit it."""
-    os.environ["SEQX_CACHE_DIR"] = tempfile.mkdtemp(prefix="seqx-test-cache-")
+    the user's ~/.cache/seqx; set before any worker or `seqx` subprocess starts, so they inherit it.
+
+    numba's cache of librosa's kernels too: by default it lies inside the venv, where two processes
+    that first import librosa at once (two `seqx data` runs on a fresh venv) can leave a cached
+    kernel whose parts come from different compilations (numba issue #10128). Whatever calls that
+    kernel then crashes the interpreter, and with it the whole test run (2026-11-30: a segfault in
+    librosa.yin, the pitch tests). Compiled afresh here, once per run (about 20-40 s of CPU).
+    """
+    cache = tempfile.mkdtemp(prefix="seqx-test-cache-")
+    os.environ["SEQX_CACHE_DIR"] = cache
+    os.environ["NUMBA_CACHE_DIR"] = os.path.join(cache, "numba")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
