@@ -53,8 +53,12 @@ demo: setup
 	$(SEQX) transcribe $$(ls exp/commands/data/audio/test/*.wav | head -n 3)
 	$(SEQX) evaluate $(RECIPE)
 
+# two pytest workers (pytest-xdist), each taking whole test files (loadscope: a file's tiny trained
+# model is made once, by the worker that runs the file): 12 min 12 s against 18-21 min in one process
+# on a 2-core AMD EPYC (docs/benchmarks.md "The test suite on two workers"). TEST_WORKERS=0: one process
+TEST_WORKERS ?= 2
 test: setup
-	$(PY) -m pytest
+	$(PY) -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadscope)
 
 bench: setup
 	$(PY) bench/featurize.py
