@@ -54,7 +54,7 @@ demo: setup
 	$(SEQX) evaluate $(RECIPE)
 
 # two pytest workers (pytest-xdist), each taking whole test files (loadscope: a file's tiny trained
-# model is made once, by the worker that runs the file): 12 min 12 s against 18-21 min in one process
+# model is made once, by the worker that runs the file): 12 min 17 s against 16 min 48 s in one process
 # on a 2-core AMD EPYC (docs/benchmarks.md "The test suite on two workers"). TEST_WORKERS=0: one process
 TEST_WORKERS ?= 2
 test: setup

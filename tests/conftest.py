@@ -26,7 +26,7 @@ def pytest_configure(config: pytest.Config) -> None:
     that first import librosa at once (two `seqx data` runs on a fresh venv) can leave a cached
     kernel whose parts come from different compilations (numba issue #10128). Whatever calls that
     kernel then crashes the interpreter, and with it the whole test run (2026-11-30: a segfault in
-    librosa.yin, the pitch tests). Compiled afresh here, once per run (about 20-40 s of CPU).
+    librosa.yin, the pitch tests). Compiled afresh here, once per run and pytest worker (20-40 s of CPU).
     """
     cache = tempfile.mkdtemp(prefix="seqx-test-cache-")
     os.environ["SEQX_CACHE_DIR"] = cache
