@@ -56,9 +56,10 @@ demo: setup
 # two pytest workers (pytest-xdist), each taking whole test files (loadscope: a file's tiny trained
 # model is made once, by the worker that runs the file): 12 min 17 s against 16 min 48 s in one process
 # on a 2-core AMD EPYC (docs/benchmarks.md "The test suite on two workers"). TEST_WORKERS=0: one process
+# (xdist then distributes nothing)
 TEST_WORKERS ?= 2
 test: setup
-	$(PY) -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadscope)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope
 
 bench: setup
 	$(PY) bench/featurize.py
