@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from seqx.featurize.stage import run_featurize_stage  # noqa: E402
 from seqx.grammar.load import load_grammar  # noqa: E402
+from seqx.librosa_import import import_librosa  # noqa: E402
 from seqx.recipe import load_recipe, recipe_from_dict  # noqa: E402
 from seqx.workers import forkserver_cpu_seconds  # noqa: E402
 
@@ -105,7 +106,7 @@ def time_stage(root: Path, files: list[tuple[Path, str]], kind: str, workers: in
 
 
 def time_librosa(files: list[tuple[Path, str]]) -> tuple[float, float]:
-    import librosa
+    librosa = import_librosa()
 
     def mfcc(path: Path) -> None:
         y, _ = librosa.load(path, sr=16000)

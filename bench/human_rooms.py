@@ -42,6 +42,7 @@ from human import as_wav, human_sets, load_set_bundle  # noqa: E402
 from seqx.decode.reject import without_rejection  # noqa: E402
 from seqx.decode.transcribe import transcribe_files  # noqa: E402
 from seqx.featurize.audio import load_audio  # noqa: E402
+from seqx.librosa_import import import_librosa  # noqa: E402
 
 RATE = 16000
 
@@ -131,7 +132,7 @@ def in_room(wave: np.ndarray, room: Room, rng: np.random.Generator) -> np.ndarra
 
         out = speed(out.astype(np.float32), rng.uniform(*room.speed), RATE).astype(np.float64)
     if room.tempo is not None:
-        import librosa
+        librosa = import_librosa()
 
         out = librosa.effects.time_stretch(out, rate=rng.uniform(*room.tempo))
     if room.rt60_s is not None:

@@ -33,6 +33,7 @@ from scipy import signal
 
 from seqx.data import engines
 from seqx.featurize.span import loud_frames
+from seqx.librosa_import import import_librosa
 from seqx.recipe import AugmentSettings, Voice
 
 # the fixed index of each augmentation's generator stream: append, never reorder
@@ -133,18 +134,6 @@ _DRAW = {
 }
 
 
-def import_librosa_first(settings: AugmentSettings) -> None:
-    """Import librosa here, before the render workers, when an augmentation uses it (pitch, lengthen).
-
-    Importing librosa compiles its numba functions and writes numba's cache beside them; render
-    workers that all import it at once write that cache at once, and on 2026-11-29 a `make demo`
-    left one that crashed the next process to call librosa's `yin` (a segfault in `make test`
-    after it). Compiled and cached once by this process, the workers only read it.
-    """
-    if settings.pitch.share > 0 or settings.lengthen.share > 0:
-        import librosa  # noqa: F401
-
-
 # ---------------------------------------------------------------------------- the speaker
 
 
@@ -155,7 +144,7 @@ def speed(speech: np.ndarray, factor: float, sample_rate: int) -> np.ndarray:
 
 def pitch_shift(speech: np.ndarray, semitones: float, sample_rate: int) -> np.ndarray:
     """Pitch (and formants) up or down by `semitones`, duration kept (librosa: phase vocoder + resampling)."""
-    import librosa  # late: 1-2 s to import, and only augmented corpora need it
+    librosa = import_librosa()  # late: 2-4 s to import, and only augmented corpora need it
 
     shifted = librosa.effects.pitch_shift(speech, sr=sample_rate, n_steps=semitones, res_type="soxr_hq")
     return shifted.astype(np.float32)
@@ -223,7 +212,7 @@ def lengthen(speech: np.ndarray, factor: float, tail: float, sample_rate: int) -
     is -teen" from engines hears a person's slow "fifty" as "fifteen" (docs/benchmarks.md
     "Longer ends before a pause"). A phase vocoder slows the end, pitch kept.
     """
-    import librosa  # late: 1-2 s to import, and only augmented corpora need it
+    librosa = import_librosa()  # late: 2-4 s to import, and only augmented corpora need it
 
     starts, ends, frame = speech_stretches(speech, sample_rate)
     if starts.size == 0 or factor <= 1.0:

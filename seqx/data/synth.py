@@ -592,7 +592,6 @@ def synthesize(
     skipped: list[tuple[str, str]] = []
     by_id = {p.id: (p, path) for p, _, path in jobs}
     task = reporter.task("synthesize", total=len(by_id), unit="utt")
-    augment.import_librosa_first(settings.synth.augment)
     with worker_pool(workers) as pool:
         for utt_id, duration, problem in render_files(jobs, pool):
             plan, path = by_id[utt_id]

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from seqx.errors import AudioError
+from seqx.librosa_import import import_librosa
 
 # Containers libsndfile reads itself; when it fails on one the file is broken, and
 # trying librosa/audioread (ffmpeg) after it would only cost seconds.
@@ -44,7 +45,7 @@ def read_samples(path: str | Path, sample_rate: int) -> np.ndarray:
         if path.suffix.lower() in SOUNDFILE_ONLY:  # libsndfile owns these formats: a second opinion cannot help
             raise AudioError(path, f"unreadable audio ({_first_line(err)})") from None
         try:
-            import librosa
+            librosa = import_librosa()
 
             with warnings.catch_warnings():  # librosa warns that it fell back to audioread: we know
                 warnings.simplefilter("ignore")
