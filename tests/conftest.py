@@ -22,19 +22,24 @@ def pytest_configure(config: pytest.Config) -> None:
     """Graphs seqx makes and caches (seqx.featurize.embedding_graph) go to a folder of this run, never
     the user's ~/.cache/seqx; set before any worker or `seqx` subprocess starts, so they inherit it.
 
-    numba's cache of librosa's kernels too: by default it lies inside the venv, where two processes
-    that first import librosa at once (two `seqx data` runs on a fresh venv) can leave a cached
-    kernel whose parts come from different compilations (numba issue #10128). Whatever calls that
-    kernel then crashes the interpreter, and with it the whole test run (2026-11-30: a segfault in
-    librosa.yin, the pitch tests). Compiled afresh here, once per run and pytest worker (20-40 s of CPU).
+    numba's cache of librosa's kernels too: one folder for the run, shared by the pytest workers and
+    every `seqx` process the tests start, with the lock (seqx.librosa_import) under which the first of
+    them compiles the kernels and the rest wait, then read. Two processes compiling them at once can
+    cache a kernel that crashes every process calling it (numba issue #10128): on 2026-11-30 CI's run
+    died in `librosa.yin` (most likely the render workers of an earlier test's `seqx data`, which
+    lengthen speech with librosa, had compiled them at once under no lock), and pytest-xdist then
+    hung instead of ending.
     """
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: it inherits the controller's folders
+        return
     cache = tempfile.mkdtemp(prefix="seqx-test-cache-")
     os.environ["SEQX_CACHE_DIR"] = cache
     os.environ["NUMBA_CACHE_DIR"] = os.path.join(cache, "numba")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    shutil.rmtree(os.environ.pop("SEQX_CACHE_DIR", ""), ignore_errors=True)
+    if not hasattr(config, "workerinput"):
+        shutil.rmtree(os.environ.pop("SEQX_CACHE_DIR", ""), ignore_errors=True)
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from seqx.data.manifest import read_manifest
 from seqx.data.stage import _key, run_data_stage
 from seqx.data.synth import corpus_plans, render, speak
 from seqx.featurize.span import speech_span
+from seqx.librosa_import import import_librosa
 from seqx.recipe import AugmentSettings, Voice, load_recipe
 from seqx.report import Collect
 
@@ -49,7 +50,7 @@ def test_speed_changes_duration_by_the_factor() -> None:
 
 
 def test_pitch_shift_keeps_duration_and_moves_f0() -> None:
-    import librosa
+    librosa = import_librosa()
 
     speech = _speech()
     out = augment.pitch_shift(speech, 3.0, SR)
@@ -60,7 +61,7 @@ def test_pitch_shift_keeps_duration_and_moves_f0() -> None:
 
 
 def test_lengthen_slows_the_end_of_each_stretch_before_a_pause() -> None:
-    import librosa
+    librosa = import_librosa()
 
     speech = _speech()
     pause = np.zeros(int(0.3 * SR), dtype=np.float32)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import subprocess
 
-import librosa
 import numpy as np
 import pytest
 import torch
@@ -20,7 +19,10 @@ import torchaudio
 
 from seqx.featurize.audio import load_audio
 from seqx.featurize.features import LOG_FLOOR, FeatureExtractor
+from seqx.librosa_import import import_librosa
 from seqx.recipe import FeatureSettings
+
+librosa = import_librosa()  # the reference; its kernels compiled under seqx's lock (tests run in parallel)
 
 RATE = 16000
 
