@@ -56,10 +56,12 @@ demo: setup
 # two pytest workers (pytest-xdist), each taking whole test files (loadscope: a file's tiny trained
 # model is made once, by the worker that runs the file): 12 min 17 s against 16 min 48 s in one process
 # on a 2-core AMD EPYC (docs/benchmarks.md "The test suite on two workers"). TEST_WORKERS=0: one process
-# (xdist then distributes nothing)
+# (xdist then distributes nothing). --max-worker-restart 0: a worker that crashes ends the run with
+# the test it crashed on named; replaced, pytest-xdist 3.8 can deadlock under loadscope (its issue
+# #1378), and CI's run on 2026-11-30 hung until its 90 minutes were up
 TEST_WORKERS ?= 2
 test: setup
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --max-worker-restart 0
 
 bench: setup
 	$(PY) bench/featurize.py
