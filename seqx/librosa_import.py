@@ -42,9 +42,18 @@ def import_librosa() -> ModuleType:
     Free once a process has imported them: a forked worker inherits them from its parent.
     """
     if not all(name in sys.modules for name in KERNEL_MODULES):
-        with FileLock(str(lock_path())):  # the kernel drops it if its holder dies, even by kill -9
+        lock: FileLock | None = None
+        try:
+            lock = FileLock(str(lock_path()))
+            lock.acquire()  # an OS lock (flock): released when its holder dies, even by kill -9
+        except OSError:  # no folder we may write the lock in: import as librosa would, unguarded
+            lock = None
+        try:
             for name in KERNEL_MODULES:
                 importlib.import_module(name)
+        finally:
+            if lock is not None:
+                lock.release()
     import librosa
 
     return librosa
