@@ -11,6 +11,7 @@ for log-Mel the same floor before the log (1e-10). For MFCC both take
 from __future__ import annotations
 
 import subprocess
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -21,8 +22,6 @@ from seqx.featurize.audio import load_audio
 from seqx.featurize.features import LOG_FLOOR, FeatureExtractor
 from seqx.librosa_import import import_librosa
 from seqx.recipe import FeatureSettings
-
-librosa = import_librosa()  # the reference; its kernels compiled under seqx's lock (tests run in parallel)
 
 RATE = 16000
 
@@ -35,7 +34,14 @@ def speech(tmp_path_factory: pytest.TempPathFactory) -> torch.Tensor:
     return load_audio(path, RATE)
 
 
-def _librosa_mel(wave: np.ndarray, n_mels: int) -> np.ndarray:
+@pytest.fixture(scope="module")
+def librosa() -> ModuleType:
+    """The reference, its kernels compiled under seqx's lock (tests run in parallel); a fixture, not a
+    module-level import, so that collecting this file (every pytest worker does) costs no import."""
+    return import_librosa()
+
+
+def _librosa_mel(librosa: ModuleType, wave: np.ndarray, n_mels: int) -> np.ndarray:
     return librosa.feature.melspectrogram(
         y=wave, sr=RATE, n_fft=512, hop_length=160, win_length=400, window="hann",
         center=True, pad_mode="constant", power=2.0, n_mels=n_mels, htk=True, norm=None,
@@ -49,18 +55,18 @@ def test_extractor_constants_follow_from_milliseconds() -> None:
     assert FeatureExtractor(FeatureSettings(win_ms=25, hop_ms=10), 8000).n_fft == 256  # 200 samples -> 256
 
 
-def test_log_mel_matches_librosa(speech: torch.Tensor) -> None:
+def test_log_mel_matches_librosa(speech: torch.Tensor, librosa: ModuleType) -> None:
     ours = FeatureExtractor(FeatureSettings(kind="fbank", n_mels=80), RATE)(speech).numpy()
-    ref = np.log(np.maximum(_librosa_mel(speech.numpy(), 80), LOG_FLOOR)).T
+    ref = np.log(np.maximum(_librosa_mel(librosa, speech.numpy(), 80), LOG_FLOOR)).T
     assert ours.shape == ref.shape == (1 + speech.numel() // 160, 80)
     # float32 FFTs in two libraries: within 0.01 nats (1 %) everywhere, far tighter on average
     np.testing.assert_allclose(ours, ref, atol=1e-2)
     assert np.abs(ours - ref).mean() < 1e-3
 
 
-def test_mfcc_matches_librosa(speech: torch.Tensor) -> None:
+def test_mfcc_matches_librosa(speech: torch.Tensor, librosa: ModuleType) -> None:
     ours = FeatureExtractor(FeatureSettings(kind="mfcc", n_mfcc=40, n_mels=80), RATE)(speech).numpy()
-    mel_db = librosa.power_to_db(_librosa_mel(speech.numpy(), 80), ref=1.0, amin=1e-10, top_db=80.0)
+    mel_db = librosa.power_to_db(_librosa_mel(librosa, speech.numpy(), 80), ref=1.0, amin=1e-10, top_db=80.0)
     ref = librosa.feature.mfcc(S=mel_db, n_mfcc=40, dct_type=2, norm="ortho").T
     assert ours.shape == ref.shape
     # coefficients run to a few hundred (c0); 0.05 absolute is a 1e-4 relative difference
