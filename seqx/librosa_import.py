@@ -39,7 +39,8 @@ def lock_path() -> Path:
 def import_librosa() -> ModuleType:
     """librosa with its kernels compiled (or loaded from numba's cache) by one process at a time.
 
-    Free once a process has imported them: a forked worker inherits them from its parent.
+    Free once this process has them (sys.modules). seqx's pool workers come from its fork server
+    (seqx.workers), not from the process that called this, so each worker takes the lock once itself.
     """
     if not all(name in sys.modules for name in KERNEL_MODULES):
         lock: FileLock | None = None
