@@ -459,9 +459,9 @@ class TrainSettings(_Section):
     grad_clip: float = Field(5.0, ge=0.0)  # 0 = no clipping
     accum_steps: int = Field(1, ge=1, le=1024)
     bf16: bool = True  # autocast on CUDA and on CPUs with native bf16 (AVX512-BF16, AMX); fp32 elsewhere
-    # torch.compile the training forward (automatic dynamic shapes: the first batch's graph is static, the
-    # next shape compiles once more with the sizes that changed symbolic; all-dynamic crashed inductor's
-    # conv2d front-end on a batch of one on an AMD EPYC, 2026-11-30). Off: a
+    # torch.compile the training forward (batch, frames and tokens symbolic from the first step, the feature
+    # dimension static: all-dynamic crashed inductor's conv2d front-end on a batch of one on an AMD EPYC,
+    # 2026-11-30; seqx.train.loop.mark_sizes_dynamic). Off: a
     # compiled step of the base size is 1.3-1.5x an eager one on an H200, but the graph compiles again
     # as batch shapes change, and the full recipe's training had not reached step 50 in 320 s against
     # 165 s for the whole eager run (docs/benchmarks.md "`train.compile` in training")

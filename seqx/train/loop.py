@@ -65,6 +65,16 @@ class TrainReport:
     averaged: list[str] = field(default_factory=list)  # checkpoints averaged into the bundle
 
 
+def mark_sizes_dynamic(feats: torch.Tensor, feat_lens: torch.Tensor, tokens_in: torch.Tensor, target_lens: torch.Tensor) -> None:
+    """Batch size, frames and tokens change from step to step: the compiled step is traced with them symbolic
+    from its first call, so it compiles once. Left to `dynamic=None`, the first batch compiled a static graph
+    and the second a symbolic one: two compiles where one serves (on a CPU a tiny model's were 49 s + 114 s).
+    The feature dimension stays static, and so does any size-1 dimension (dynamo specializes those), so a
+    one-utterance batch still gets a graph of its own."""
+    for tensor, dims in ((feats, (0, 1)), (feat_lens, (0,)), (tokens_in, (0, 1)), (target_lens, (0,))):
+        torch._dynamo.maybe_mark_dynamic(tensor, dims)
+
+
 @dataclass
 class TrainState:
     """The loop's own counters, saved beside the weights and optimizer."""
@@ -109,9 +119,10 @@ class Trainer:
         if dist_info.enabled:
             ids = [device.index] if device.type == "cuda" else None
             self.net = nn.parallel.DistributedDataParallel(self.model, device_ids=ids)
-        # what the training step calls; checkpoints, validation and the bundle use self.model itself. dynamic=None:
-        # sizes that never change (the feature dimension) stay static; with dynamic=True inductor could not order
-        # the strides of a one-utterance batch's (1, 1, T, F) in the conv2d front-end ("1 < s76", 2026-11-30)
+        # what the training step calls; checkpoints, validation and the bundle use self.model itself. dynamic=None
+        # and mark_sizes_dynamic: the sizes that change are symbolic, the feature dimension static; with
+        # dynamic=True inductor could not order the strides of a one-utterance batch's (1, 1, T, F) in the conv2d
+        # front-end ("1 < s76", 2026-11-30)
         self.forward: Callable[..., Any] = torch.compile(self.net, dynamic=None) if self.settings.compile else self.net
         self.optimizer = torch.optim.AdamW(
             param_groups(self.model, self.settings.weight_decay),
@@ -211,6 +222,8 @@ class Trainer:
         quiet = self.net.no_sync() if self.dist.enabled and not sync else nullcontext()
         with quiet:
             with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
+                if self.settings.compile:
+                    mark_sizes_dynamic(feats, batch.feat_lens, batch.tokens_in, batch.target_lens)
                 out = self.forward(feats, batch.feat_lens, batch.tokens_in, batch.target_lens)
                 loss, parts = joint_loss(
                     out, batch.targets, batch.target_lens, self.dims, self.recipe.model.ctc_weight,
