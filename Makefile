@@ -58,10 +58,12 @@ demo: setup
 # on a 2-core AMD EPYC (docs/benchmarks.md "The test suite on two workers"). TEST_WORKERS=0: one process
 # (xdist then distributes nothing). --max-worker-restart 0: a worker that crashes ends the run with
 # the test it crashed on named; replaced, pytest-xdist 3.8 can deadlock under loadscope (its issue
-# #1378), and CI's run on 2026-11-30 hung until its 90 minutes were up
+# #1378), and CI's run on 2026-11-30 hung until its 90 minutes were up. --no-loadscope-reorder: files in
+# collection order; xdist's default (most tests first) put the one-test files last, the compile test
+# (100-180 s) among them, and one worker idled 104 s at the end (docs/benchmarks.md "Which file ends the run")
 TEST_WORKERS ?= 2
 test: setup
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --max-worker-restart 0
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder --max-worker-restart 0
 
 bench: setup
 	$(PY) bench/featurize.py
