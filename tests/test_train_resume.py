@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import torch
 from safetensors.torch import load_file
-import pytest
 from test_train_corpus import PHRASES, one_thread, speak, tiny_recipe  # noqa: F401
 
+from seqx.recipe import Recipe
 from seqx.report import Collect
 from seqx.train.checkpoint import load_checkpoint
 from seqx.train.stage import run_train_stage
@@ -57,11 +61,29 @@ def _recipe(root: Path, rows: list[dict[str, Any]]):
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
+def _an_up_to_date_run_imports_no_compiler(recipe: Recipe) -> None:
+    """`seqx train` with nothing to do, in a new process, loads neither torch's compiler (2.1 s
+    through `torch.use_deterministic_algorithms`) nor scipy.signal (1.2 s): what every run's start
+    and end cost before they were left to the runs that use them."""
+    check = (
+        "import json, sys; from seqx.recipe import recipe_from_dict; from seqx.train.stage import run_train_stage; "
+        "assert run_train_stage(recipe_from_dict(json.loads(sys.argv[1]))).fresh; "
+        "print(sorted(m for m in ('torch._inductor', 'torch._dynamo', 'scipy.signal') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", check, json.dumps(recipe.model_dump(mode="json"))],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", out
+
+
 def test_resumed_run_matches_uninterrupted_run_bitwise(tmp_path: Path) -> None:
     rows = speak(tmp_path / "wav", PHRASES)
     straight = _recipe(tmp_path / "a", rows)
+    torch.use_deterministic_algorithms(False, warn_only=True)  # the caller's setting, put back after the run
     report = run_train_stage(straight, Collect())
     assert report.steps >= 6, "the corpus must give several batches per epoch for this test to mean anything"
+    assert not torch.are_deterministic_algorithms_enabled() and torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.use_deterministic_algorithms(False)
+    _an_up_to_date_run_imports_no_compiler(straight)
 
     broken = _recipe(tmp_path / "b", rows)
     stopped_at = report.steps // 2 + 1  # mid-epoch, after a mid-epoch checkpoint
@@ -85,9 +107,7 @@ def test_resumed_run_matches_uninterrupted_run_bitwise(tmp_path: Path) -> None:
     a, b = load_file(straight.bundle_dir / "model.safetensors"), load_file(broken.bundle_dir / "model.safetensors")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     # the training log has each step once, as if the run had never stopped
-    import json
-
-    log = lambda r: [json.loads(x) for x in (r.root / "train_log.jsonl").read_text().splitlines()]  # noqa: E731
+    log = lambda r: [json.loads(x) for x in (r.root / "train_log.jsonl").read_text().splitlines()]
     steps = [row["step"] for row in log(broken) if "loss" in row]
     assert steps == [row["step"] for row in log(straight) if "loss" in row]
 
