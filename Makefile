@@ -54,8 +54,8 @@ demo: setup
 	$(SEQX) evaluate $(RECIPE)
 
 # two pytest workers (pytest-xdist), each taking whole test files (loadscope: a file's tiny trained
-# model is made once, by the worker that runs the file): 12 min 17 s against 16 min 48 s in one process
-# on a 2-core AMD EPYC (docs/benchmarks.md "The test suite on two workers"). TEST_WORKERS=0: one process
+# model is made once, by the worker that runs the file), each on one OpenMP thread (tests/conftest.py):
+# 8 min warm on a 2-core AMD EPYC (docs/benchmarks.md "One thread per test worker"). TEST_WORKERS=0: one process
 # (xdist then distributes nothing). --max-worker-restart 0: a worker that crashes ends the run with
 # the test it crashed on named; replaced, pytest-xdist 3.8 can deadlock under loadscope (its issue
 # #1378), and CI's run on 2026-11-30 hung until its 90 minutes were up. --no-loadscope-reorder: files in
