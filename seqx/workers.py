@@ -30,8 +30,10 @@ from typing import Any
 START_METHOD = "forkserver"
 # imported once by the server, so that each worker forked from it has torch, torchaudio,
 # onnxruntime and the engines ready (a worker's own `import torch` costs ~1 s of CPU); an import
-# that fails here is skipped by the server and done by the worker instead
-PRELOAD = ["seqx.featurize.stage", "seqx.data.synth", "seqx.decode.negatives"]
+# that fails here is skipped by the server and done by the worker instead. scipy.signal (1.2 s):
+# librosa's lengthening and the other augmentations use it in the render workers, and
+# seqx.data.augment leaves it to them so that a seqx process that starts no pool never pays it
+PRELOAD = ["seqx.featurize.stage", "seqx.data.synth", "seqx.decode.negatives", "scipy.signal"]
 
 
 def worker_pool(processes: int, initializer: Callable[..., None] | None = None, initargs: tuple[Any, ...] = ()) -> Pool:
