@@ -64,6 +64,29 @@ def test_batched_equals_one_at_a_time_and_cache_changes_nothing(trained: tuple[R
     assert np.allclose([r.score for r in batched], [r.score for r in single], atol=1e-4)
 
 
+def test_prepared_files_are_read_gated_and_featurized_once(trained: tuple[Recipe, Bundle], tmp_path: Path) -> None:
+    """A second decode of the same files with another search reuses the first one's reading, gate
+    and features (`seqx evaluate`'s free and constrained passes): the results are those of reading
+    the files again, even once the files are gone; another gate setting reads them again."""
+    import shutil
+
+    from seqx.decode.transcribe import PreparedFiles
+
+    recipe, bundle = trained
+    paths = [str(shutil.copy(u.audio, tmp_path / f"{k}.wav")) for k, u in enumerate(_train_utts(recipe)[:12])]
+    prepared = PreparedFiles()
+    transcribe_files(bundle, paths, bundle.decode.model_copy(update={"beam": 1}), prepared=prepared)
+    beam = bundle.decode.model_copy(update={"beam": 4})
+    want = transcribe_files(bundle, paths, beam)
+    assert any(r.no_speech for r in want) and any(r.text for r in want)  # both ways through the gate
+    for path in paths:
+        Path(path).unlink()
+    got = transcribe_files(bundle, paths, beam, prepared=prepared)
+    assert [replace(r, decode_seconds=0.0) for r in got] == [replace(r, decode_seconds=0.0) for r in want]
+    again = transcribe_files(bundle, paths, beam.model_copy(update={"vad_threshold": 0.4}), prepared=prepared)
+    assert all(r.error for r in again)  # not kept for this gate: read again, and gone
+
+
 def test_bf16_transcribes_like_fp32(trained: tuple[Recipe, Bundle]) -> None:
     """bf16 (what `precision: auto` picks on a GPU or a CPU with native bf16) changes scores a little, not words."""
     recipe, bundle = trained

@@ -26,7 +26,7 @@ from seqx.data.manifest import CLIPPED_SUFFIX, TIGHT_SUFFIX, read_manifest
 from seqx.decode.bundle import Bundle
 from seqx.decode.metrics import Scores, UtteranceErrors, pool, utterance_errors
 from seqx.decode.negatives import Negative, build_negatives
-from seqx.decode.transcribe import Constraint, Result, resolve_precision, transcribe_files
+from seqx.decode.transcribe import Constraint, PreparedFiles, Result, resolve_precision, transcribe_files
 from seqx.grammar.model import Grammar, Parse
 from seqx.errors import SeqxError
 from seqx.recipe import DecodeSettings, Recipe
@@ -120,13 +120,15 @@ def evaluate(
     constraint: Constraint | None = None,
     negatives: list[Negative] | None = None,
     parser: Grammar | None = None,
+    prepared: PreparedFiles | None = None,
 ) -> EvalReport:
     """Transcribe every utterance of `split` and compare with its normalized transcript.
 
     constraint: the grammar decoding is restricted to (default: `settings.grammar`).
     negatives: also transcribe these and count what comes back understood.
     parser: the grammar that parses references (and free hypotheses) for command acceptance
-    (default: the constraint's, else the bundle's).
+    (default: the constraint's, else the bundle's). prepared: files read, gated and featurized
+    by an earlier pass (`compare` shares them between its two).
     """
     constraint = constraint or Constraint.of(bundle, settings)
     parser = parser or constraint.grammar or bundle.grammar
@@ -135,7 +137,8 @@ def evaluate(
         raise SeqxError(f"{manifest}: no such manifest; run `seqx data` (or `seqx featurize`) for this recipe first")
     utts = read_manifest(manifest)[:limit] if limit else read_manifest(manifest)
     paths = [u.audio for u in utts] + [n.audio for n in negatives or []]
-    every = transcribe_files(bundle, paths, settings, reporter=reporter or Collect(), constraint=constraint)
+    every = transcribe_files(bundle, paths, settings, reporter=reporter or Collect(), constraint=constraint,
+                             prepared=prepared)
     results, negative_results = every[: len(utts)], every[len(utts) :]
     references = [normalize_text(u.text, bundle.tokenizer.settings) for u in utts]
     errors = [utterance_errors(ref, res.text) for ref, res in zip(references, results)]
@@ -256,11 +259,13 @@ def compare(
         folder = recipe.eval_dir / ("negatives" if split == "test" else f"negatives-{split}")
         negatives = build_negatives(recipe, parser, split, folder, n_oog=n_oog, reporter=reporter)
     free = settings.model_copy(update={"grammar": "none"})
+    prepared = PreparedFiles()  # the two passes hear the same files: read, gate and featurize them once
     reports = {"free": evaluate(recipe, bundle, free, split, reporter, limit, tag="free", constraint=Constraint(),
-                                negatives=negatives, parser=parser)}
+                                negatives=negatives, parser=parser, prepared=prepared)}
     if constraint.grammar is not None:
         reports["constrained"] = evaluate(recipe, bundle, settings, split, reporter, limit, tag="constrained",
-                                          constraint=constraint, negatives=negatives, parser=parser)
+                                          constraint=constraint, negatives=negatives, parser=parser,
+                                          prepared=prepared)
     return reports
 
 

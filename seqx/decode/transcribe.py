@@ -31,6 +31,7 @@ imports no torch: the exported-model runtime (seqx/runtime/) decides with the sa
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass
 
@@ -56,8 +57,8 @@ from seqx.runtime.ctc import ctc_gaps as runtime_ctc_gaps
 from seqx.runtime.ctc import forgiven, word_starts
 
 __all__ = [  # the result half is re-exported: callers import it from here as before
-    "AUDIO_SUFFIXES", "Constraint", "Hypothesis", "Result", "Searched", "expand_inputs", "heard_speech",
-    "loudness_dbfs", "search", "search_checked", "transcribe_files", "transcribe_waves",
+    "AUDIO_SUFFIXES", "Constraint", "Hypothesis", "PreparedFiles", "Result", "Searched", "expand_inputs",
+    "heard_speech", "loudness_dbfs", "search", "search_checked", "transcribe_files", "transcribe_waves",
 ]
 
 
@@ -170,6 +171,34 @@ class Constraint:
         return cls(grammar, bundle.automaton(grammar), rescorer)
 
 
+class PreparedFiles:
+    """Files read, gated and featurized once, for several decodes of the same files that differ only
+    in the search: `seqx evaluate`'s free and constrained passes, bench/human.py's four systems.
+    Silero VAD's gate and the speech embedding were 33 of the 57 s of `seqx evaluate` on the demo
+    model (2-core AMD EPYC, cProfile), each done twice. A file is reused only by a call on the same
+    bundle with the same gate and views settings (`key`); unreadable and long files are not kept
+    (read again: the warning is said again, and a long file is cut by `_transcribe_long`)."""
+
+    def __init__(self) -> None:
+        self._files: dict[tuple, tuple[Result, torch.Tensor | None, float]] = {}
+
+    @staticmethod
+    def key(bundle: Bundle, settings: DecodeSettings, path: str) -> tuple:
+        gate = (settings.silence_dbfs, settings.vad_threshold, settings.speech_margin_s, settings.vad_gate,
+                settings.floor_snr_db, settings.max_segment_s, settings.views)
+        return id(bundle), path, gate
+
+    def keep(self, bundle: Bundle, settings: DecodeSettings, result: Result, feats: torch.Tensor | None,
+             seconds: float) -> None:
+        """`result` as the gate left it (before any search), and its features (None: it stopped there)."""
+        self._files[self.key(bundle, settings, result.path)] = (copy.deepcopy(result), feats, seconds)
+
+    def get(self, bundle: Bundle, settings: DecodeSettings, path: str) -> tuple[Result, torch.Tensor | None, float] | None:
+        """A fresh copy of a kept file's result, its features and what reading them cost; None if not kept."""
+        found = self._files.get(self.key(bundle, settings, path))
+        return None if found is None else (copy.deepcopy(found[0]), found[1], found[2])
+
+
 def _gate(result: Result, wave: torch.Tensor, sample_rate: int, settings: DecodeSettings) -> torch.Tensor | None:
     """Silence and no-speech checks before the model is asked, and the part of the wave to decode
     (seqx/decode/result.py gate); None when the file stops here."""
@@ -187,12 +216,14 @@ def transcribe_files(
     use_cache: bool = True,
     warn_unreadable: bool = True,
     constraint: Constraint | None = None,
+    prepared: PreparedFiles | None = None,
 ) -> list[Result]:
     """Transcribe every path; unreadable files come back with `error` set, in input order.
 
     `warn_unreadable=False` is for a caller that prints each result's error itself
     (`seqx transcribe`), so the user is not told about the same file twice. `constraint`:
-    the grammar already resolved (default: `settings.grammar` resolved here).
+    the grammar already resolved (default: `settings.grammar` resolved here). `prepared`: files
+    already read, gated and featurized by an earlier call on the same bundle (PreparedFiles).
     """
     constraint = constraint or Constraint.of(bundle, settings)
     reporter = reporter or Collect()
@@ -200,6 +231,14 @@ def transcribe_files(
     loaded: list[tuple[int, torch.Tensor, float]] = []  # (index, features, load+featurize seconds)
     task = reporter.task("transcribe", total=len(paths), unit="file")
     for index, path in enumerate(paths):
+        known = prepared.get(bundle, settings, path) if prepared is not None else None
+        if known is not None:
+            results[index], feats, seconds = known
+            if feats is None:
+                task.advance(1)
+            else:
+                loaded.append((index, feats, seconds))
+            continue
         start = time.perf_counter()
         try:
             wave = load_audio(path, bundle.sample_rate)
@@ -217,9 +256,14 @@ def transcribe_files(
         speech = _gate(results[index], wave, bundle.sample_rate, settings)
         if speech is None:
             results[index].decode_seconds = time.perf_counter() - start
+            if prepared is not None:
+                prepared.keep(bundle, settings, results[index], None, results[index].decode_seconds)
             task.advance(1)
             continue
-        loaded.append((index, featurize(bundle, speech, settings.views), time.perf_counter() - start))
+        feats = featurize(bundle, speech, settings.views)
+        loaded.append((index, feats, time.perf_counter() - start))
+        if prepared is not None:
+            prepared.keep(bundle, settings, results[index], feats, loaded[-1][2])
     loaded.sort(key=lambda item: item[1].shape[0])
     for first in range(0, len(loaded), settings.batch_size):
         chunk = loaded[first : first + settings.batch_size]
