@@ -514,7 +514,7 @@ def decode_as_set(stored: DecodeSettings, recipe: Recipe, sets: list[str]) -> De
 
 
 def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:
-    from seqx.decode.transcribe import Constraint, transcribe_files
+    from seqx.decode.transcribe import Constraint, PreparedFiles, transcribe_files
     from seqx.decode.bundle import load_bundle
     from seqx.decode.reject import valid_negatives, without_rejection
     from seqx.grammar.load import load_grammar
@@ -558,12 +558,14 @@ def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:
         weights = [float(w) for w in args.slot_weights.split(",")] if args.slot_weights else []
         for weight in weights or [bundle.decode.slot_weight or 1.0]:
             runs.append((f"{beam_label} + grammar + slot heads {weight:g}", bundle.decode.beam, "recipe", weight, True))
+    prepared = PreparedFiles()  # every system hears the same files: read, gate and featurize them once
     for label, beam, grammar, slot_weight, rejection in runs:
         settings = bundle.decode.model_copy(update={"beam": beam, "grammar": grammar, "slot_weight": slot_weight})
         if not rejection:
             settings = without_rejection(settings)
         extra = oog + people if grammar == "recipe" else []
-        results = transcribe_files(bundle, paths + extra, settings, constraint=Constraint.of(bundle, settings))
+        results = transcribe_files(bundle, paths + extra, settings, constraint=Constraint.of(bundle, settings),
+                                   prepared=prepared)
         # a rejected result ("not understood") has empty text: right only for the no-speech file
         systems[label] = [normalize_text(r.text, recipe.tokenizer) for r in results[: len(paths)]]
         if extra:
