@@ -181,6 +181,7 @@ class PreparedFiles:
 
     def __init__(self) -> None:
         self._files: dict[tuple, tuple[Result, torch.Tensor | None, float]] = {}
+        self._bundles: list[Bundle] = []  # held, so that no other bundle can take a kept one's id()
 
     @staticmethod
     def key(bundle: Bundle, settings: DecodeSettings, path: str) -> tuple:
@@ -191,6 +192,8 @@ class PreparedFiles:
     def keep(self, bundle: Bundle, settings: DecodeSettings, result: Result, feats: torch.Tensor | None,
              seconds: float) -> None:
         """`result` as the gate left it (before any search), and its features (None: it stopped there)."""
+        if not any(b is bundle for b in self._bundles):
+            self._bundles.append(bundle)
         self._files[self.key(bundle, settings, result.path)] = (copy.deepcopy(result), feats, seconds)
 
     def get(self, bundle: Bundle, settings: DecodeSettings, path: str) -> tuple[Result, torch.Tensor | None, float] | None:
