@@ -264,9 +264,10 @@ def transcribe_files(
             task.advance(1)
             continue
         feats = featurize(bundle, speech, settings.views)
-        loaded.append((index, feats, time.perf_counter() - start))
+        seconds = time.perf_counter() - start
+        loaded.append((index, feats, seconds))
         if prepared is not None:
-            prepared.keep(bundle, settings, results[index], feats, loaded[-1][2])
+            prepared.keep(bundle, settings, results[index], feats, seconds)
     loaded.sort(key=lambda item: item[1].shape[0])
     for first in range(0, len(loaded), settings.batch_size):
         chunk = loaded[first : first + settings.batch_size]
