@@ -10,12 +10,13 @@ import importlib
 import json
 import subprocess
 import sys
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile as sf
+import torch
 from conftest import REPO
 from typer.testing import CliRunner
 
@@ -85,6 +86,50 @@ def test_prepared_files_are_read_gated_and_featurized_once(trained: tuple[Recipe
     assert [replace(r, decode_seconds=0.0) for r in got] == [replace(r, decode_seconds=0.0) for r in want]
     again = transcribe_files(bundle, paths, beam.model_copy(update={"vad_threshold": 0.4}), prepared=prepared)
     assert all(r.error for r in again)  # not kept for this gate: read again, and gone
+
+
+def _rounded(result: object) -> object:
+    """A result's fields with floats to 5 significant digits and no timing: what threads may change."""
+    if hasattr(result, "__dataclass_fields__"):
+        return _rounded({k: v for k, v in asdict(result).items() if k != "decode_seconds"})
+    if isinstance(result, dict):
+        return {k: _rounded(v) for k, v in result.items()}
+    if isinstance(result, list | tuple):
+        return [_rounded(v) for v in result]
+    return float(f"{result:.5g}") if isinstance(result, float) else result
+
+
+def test_files_read_side_by_side_decode_as_read_one_by_one(trained: tuple[Recipe, Bundle], tmp_path: Path) -> None:
+    """Several reading threads (torch's thread count) give every file the result one thread gives: the
+    gate's no-speech files, a corrupt file in its place, a file long enough to be cut at pauses."""
+    from seqx.decode.transcribe import read_threads
+
+    recipe, bundle = trained
+    corrupt = tmp_path / "corrupt.wav"
+    corrupt.write_bytes(b"RIFF\x10\x00\x00\x00WAVEfmt ")
+    paths = [u.audio for u in _train_utts(recipe)[:14]]
+    paths.insert(5, str(corrupt))
+    settings = bundle.decode.model_copy(update={"max_segment_s": 2.0})  # the longer files are cut at pauses
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = transcribe_files(bundle, paths, settings)
+        torch.set_num_threads(3)
+        assert read_threads(len(paths)) == 3
+        three = transcribe_files(bundle, paths, settings)
+    finally:
+        torch.set_num_threads(before)
+    assert [_rounded(r) for r in three] == [_rounded(r) for r in one]  # the search's sums differ in thread count
+    assert three[5].error and any(r.no_speech for r in three) and any(r.text for r in three)
+    assert any(r.duration > 2.0 and r.segments is not None for r in three)  # a long file, cut at pauses
+    # Silero's LSTM state goes from window to window: each reading thread has its own, kept for its next file
+    from concurrent.futures import ThreadPoolExecutor
+
+    from seqx.decode.result import _silero
+
+    with ThreadPoolExecutor(1) as pool:
+        theirs = pool.submit(lambda: (_silero(), _silero())).result()
+    assert theirs[0] is theirs[1] is not _silero() is _silero()
 
 
 def test_bf16_transcribes_like_fp32(trained: tuple[Recipe, Bundle]) -> None:

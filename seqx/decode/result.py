@@ -13,6 +13,7 @@ exported model's results are decided exactly as the bundle's.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -279,19 +280,22 @@ def speech_part(
     return wave[max(0, first - pad) : min(len(wave), last + pad)]
 
 
-_VAD: dict = {}  # the Silero sessions by model file, loaded once per process (None when it cannot be)
+_VAD = threading.local()  # per thread, the Silero sessions by model file (None when one cannot be loaded)
 
 
 def _silero(path: Path | None = None):  # noqa: ANN202 (SileroVad | None; imported late: onnxruntime is optional on the torch path)
-    if path not in _VAD:
+    """This thread's Silero VAD, loaded once per thread: it carries its LSTM state from window to
+    window, so threads reading files side by side (seqx/decode/transcribe.py) each need their own."""
+    sessions: dict = _VAD.__dict__.setdefault("sessions", {})
+    if path not in sessions:
         from seqx.listen.vad import SileroVad, silero_model_path
 
         found = path if path is not None else silero_model_path()
         try:
-            _VAD[path] = SileroVad(found) if found is not None else None
+            sessions[path] = SileroVad(found) if found is not None else None
         except ImportError:
-            _VAD[path] = None
-    return _VAD[path]
+            sessions[path] = None
+    return sessions[path]
 
 
 def gate(

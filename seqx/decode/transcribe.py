@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -211,6 +213,56 @@ def _gate(result: Result, wave: torch.Tensor, sample_rate: int, settings: Decode
     return None if part is None else torch.from_numpy(np.ascontiguousarray(part))
 
 
+@dataclass
+class _Read:
+    """One file as reading it left it: its result so far and what comes next."""
+
+    result: Result
+    feats: torch.Tensor | None = None  # features to search; None: nothing to search (it stopped, or is long)
+    seconds: float = 0.0  # reading, gating and featurizing it
+    long_wave: torch.Tensor | None = None  # longer than decode.max_segment_s: cut at pauses afterwards
+    error: AudioError | None = None  # unreadable
+
+
+def _read(bundle: Bundle, settings: DecodeSettings, path: str) -> _Read:
+    """Read, gate and featurize one file. Safe to run in several threads at once: the VAD is per thread
+    (seqx/decode/result.py `_silero`), onnxruntime and torch release the GIL while they work."""
+    start = time.perf_counter()
+    result = Result(path=path)
+    try:
+        wave = load_audio(path, bundle.sample_rate)
+    except AudioError as err:
+        result.error = err.problem
+        return _Read(result, error=err)
+    result.duration = wave.numel() / bundle.sample_rate
+    if result.duration > settings.max_segment_s:
+        return _Read(result, seconds=time.perf_counter() - start, long_wave=wave)
+    speech = _gate(result, wave, bundle.sample_rate, settings)
+    if speech is None:
+        result.decode_seconds = time.perf_counter() - start
+        return _Read(result, seconds=result.decode_seconds)
+    feats = featurize(bundle, speech, settings.views)
+    return _Read(result, feats, time.perf_counter() - start)
+
+
+def read_threads(files: int) -> int:
+    """Threads that read files side by side: torch's thread count (OMP_NUM_THREADS where it is set), at
+    most 8 and one per file. Why: reading a file (Silero's 32 ms windows, the speech embedding) runs on
+    one core; two threads read the demo's 300 test files in 4.7 s against 9.5 s, the same features
+    (2-core AMD EPYC, docs/benchmarks.md "Reading files side by side")."""
+    return max(1, min(torch.get_num_threads(), 8, files))
+
+
+def _read_all(bundle: Bundle, settings: DecodeSettings, paths: list[str]) -> Iterator[_Read]:
+    """`_read` of every path, in order, by `read_threads` threads."""
+    threads = read_threads(len(paths))
+    if threads == 1:
+        yield from (_read(bundle, settings, path) for path in paths)
+        return
+    with ThreadPoolExecutor(threads, thread_name_prefix="seqx-read") as pool:
+        yield from pool.map(lambda path: _read(bundle, settings, path), paths)
+
+
 def transcribe_files(
     bundle: Bundle,
     paths: list[str],
@@ -227,47 +279,38 @@ def transcribe_files(
     (`seqx transcribe`), so the user is not told about the same file twice. `constraint`:
     the grammar already resolved (default: `settings.grammar` resolved here). `prepared`: files
     already read, gated and featurized by an earlier call on the same bundle (PreparedFiles).
+    Files are read by `read_threads` threads, then searched in batches on the model's device.
     """
     constraint = constraint or Constraint.of(bundle, settings)
     reporter = reporter or Collect()
     results = [Result(path=p) for p in paths]
     loaded: list[tuple[int, torch.Tensor, float]] = []  # (index, features, load+featurize seconds)
     task = reporter.task("transcribe", total=len(paths), unit="file")
+    unknown: list[int] = []  # files no earlier call read
     for index, path in enumerate(paths):
         known = prepared.get(bundle, settings, path) if prepared is not None else None
-        if known is not None:
-            results[index], feats, seconds = known
-            if feats is None:
-                task.advance(1)
-            else:
-                loaded.append((index, feats, seconds))
+        if known is None:
+            unknown.append(index)
             continue
-        start = time.perf_counter()
-        try:
-            wave = load_audio(path, bundle.sample_rate)
-        except AudioError as err:
-            results[index].error = err.problem
+        results[index], feats, seconds = known
+        if feats is None:
+            task.advance(1)
+        else:
+            loaded.append((index, feats, seconds))
+    for index, read in zip(unknown, _read_all(bundle, settings, [paths[i] for i in unknown]), strict=True):
+        results[index] = read.result
+        if read.error is not None:
             if warn_unreadable:
-                reporter.warn(str(err))
-            task.advance(1)
-            continue
-        results[index].duration = wave.numel() / bundle.sample_rate
-        if results[index].duration > settings.max_segment_s:
-            _transcribe_long(results[index], wave, bundle, settings, constraint, start)
-            task.advance(1)
-            continue
-        speech = _gate(results[index], wave, bundle.sample_rate, settings)
-        if speech is None:
-            results[index].decode_seconds = time.perf_counter() - start
+                reporter.warn(str(read.error))
+        elif read.long_wave is not None:
+            _transcribe_long(read.result, read.long_wave, bundle, settings, constraint, time.perf_counter() - read.seconds)
+        else:
             if prepared is not None:
-                prepared.keep(bundle, settings, results[index], None, results[index].decode_seconds)
-            task.advance(1)
-            continue
-        feats = featurize(bundle, speech, settings.views)
-        seconds = time.perf_counter() - start
-        loaded.append((index, feats, seconds))
-        if prepared is not None:
-            prepared.keep(bundle, settings, results[index], feats, seconds)
+                prepared.keep(bundle, settings, read.result, read.feats, read.seconds)
+            if read.feats is not None:
+                loaded.append((index, read.feats, read.seconds))
+                continue
+        task.advance(1)
     loaded.sort(key=lambda item: item[1].shape[0])
     for first in range(0, len(loaded), settings.batch_size):
         chunk = loaded[first : first + settings.batch_size]
