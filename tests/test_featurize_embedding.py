@@ -96,6 +96,52 @@ def test_whole_utterance_graph_is_made_once_per_user_and_version(
     assert stream_model_path(source) == tmp_path / "own" / made.name
 
 
+def test_views_share_stages_and_equal_one_whole_run_each(waves: list[torch.Tensor]) -> None:
+    """2, 4 and 8 views from the graph cut at its time poolings are, to the bit, one whole-graph run per
+    view: on speech, on a wave too short for the later views' windows, and on a long one cut into parts."""
+    pytest.importorskip("onnx")  # what makes the stage graphs
+    from seqx.featurize.embedding import views_of_mel
+
+    assert embedding._stage_sessions(1) is not None  # the stages are what runs here
+    emb = SpeechEmbedding(pad_ms=0)
+    short = waves[1].numpy()[: embedding.MIN_SAMPLES + 3 * embedding.MEL_HOP]  # one window; shifts of 4+ frames: none
+    for wave in [w.numpy() for w in waves] + [short]:
+        mel = emb.mel(wave)
+        for n in (2, 4, 8):
+            got, want = emb.views(wave, n), views_of_mel(mel, n, emb.from_mel)
+            assert len(got) == n and [v.shape for v in got] == [v.shape for v in want]
+            for a, b in zip(got, want, strict=True):
+                np.testing.assert_array_equal(a, b)
+    first, *rest = emb.views(short, 8)
+    assert any(np.array_equal(v, first) for v in rest[3:])  # too short for a window: the first view's frames
+    long_wave = np.concatenate([w.numpy() for w in waves])
+    np.testing.assert_array_equal(
+        SpeechEmbedding(pad_ms=0, max_windows=5).views(long_wave, 4)[2], views_of_mel(emb.mel(long_wave), 4, emb.from_mel)[2]
+    )
+
+
+def test_stage_graphs_are_made_checked_and_kept_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    pytest.importorskip("onnx")
+    from seqx.featurize.embedding_graph import stream_model_path
+    from seqx.featurize.embedding_stages import STAGES_VERSION, stage_model_paths
+
+    monkeypatch.setenv("SEQX_CACHE_DIR", str(tmp_path / "cache"))
+    source = tmp_path / "embedding_model.onnx"
+    shutil.copyfile(embedding.model_dir() / "embedding_model.onnx", source)
+    stream = stream_model_path(source)
+    assert stream is not None
+    made = stage_model_paths(stream)
+    assert made is not None and len(made) == 3
+    assert all(p.parent == stream.parent and p.name.endswith(f"-s{STAGES_VERSION}.onnx") for p in made)
+    stamps = [p.stat().st_mtime_ns for p in made]
+    assert stage_model_paths(stream) == made and [p.stat().st_mtime_ns for p in made] == stamps  # found again
+    assert sorted(p.name for p in stream.parent.iterdir()) == sorted([stream.name] + [p.name for p in made])
+    (stream.parent / made[1].name).unlink()  # one missing: made again
+    assert stage_model_paths(stream) == made and made[1].is_file()
+
+
 def test_batched_equals_one_at_a_time(waves: list[torch.Tensor]) -> None:
     emb = SpeechEmbedding(max_windows=7)  # several embedding-model calls per batch too
     batch = emb.batch([w.numpy() for w in waves])

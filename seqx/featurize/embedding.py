@@ -81,6 +81,17 @@ def _graphs() -> tuple[Path, Path, Path | None]:
     return folder / "melspectrogram.onnx", window, stream_model_path(window)
 
 
+@lru_cache(maxsize=2)
+def _stage_sessions(threads: int) -> list[Any] | None:
+    """The whole-utterance graph cut at its time poolings (seqx.featurize.embedding_stages), for views;
+    None where it cannot be made."""
+    from seqx.featurize.embedding_stages import stage_model_paths
+
+    stream = _graphs()[2]
+    paths = stage_model_paths(stream) if stream is not None else None
+    return None if paths is None else [_session(p, threads) for p in paths]
+
+
 @lru_cache(maxsize=8)
 def _session(path: Path, threads: int) -> Any:
     """One onnxruntime session per graph and thread count, per process."""
@@ -105,11 +116,15 @@ def scaled_mel(mel_session: Any, wave: np.ndarray, pad: int) -> np.ndarray:
     return out.reshape(-1, MEL_BANDS) / 10.0 + 2.0
 
 
-def views_of_mel(mel: np.ndarray, n: int, embed: Callable[[np.ndarray], np.ndarray]) -> list[np.ndarray]:
+def views_of_mel(
+    mel: np.ndarray, n: int, embed: Callable[[np.ndarray], np.ndarray],
+    embed_shifted: Callable[[np.ndarray, list[int]], list[np.ndarray]] | None = None,
+) -> list[np.ndarray]:
     """`embed(mel)` and the n - 1 embeddings of the same mel with its first k * STRIDE / n frames
-    dropped (features.embed_views, decode.views); a view too short for a window gets the first's."""
-    first = embed(mel)
-    shifted = [embed(mel[k * STRIDE // n :]) for k in range(1, n)]
+    dropped (features.embed_views, decode.views); a view too short for a window gets the first's.
+    `embed_shifted(mel, shifts)`: all of them at once, the same numbers (seqx.featurize.embedding_stages)."""
+    shifts = [k * STRIDE // n for k in range(n)]
+    first, *shifted = embed_shifted(mel, shifts) if embed_shifted else [embed(mel[s:]) for s in shifts]
     return [first] + [v if v.shape[0] else first for v in shifted]
 
 
@@ -198,8 +213,15 @@ class SpeechEmbedding:
     def views(self, wave: np.ndarray, n: int) -> list[np.ndarray]:
         """`n` embeddings of one wave, their windows started STRIDE / n mel frames apart: the first is
         `self(wave)`, the others the same speech seen through windows shifted by 10-70 ms. One mel
-        computation for all; a view too short for a window gets the first's frames."""
-        return views_of_mel(self.mel(wave), n, self.from_mel)
+        computation for all; a view too short for a window gets the first's frames. The views share
+        the stages of the graph they can (seqx.featurize.embedding_stages): half the CPU for 4."""
+        mel = self.mel(wave)
+        stages = _stage_sessions(self.threads) if n > 1 else None
+        if stages is None or (mel.shape[0] - WINDOW) // STRIDE + 1 > self.max_windows:  # a long file: in parts
+            return views_of_mel(mel, n, self.from_mel)
+        from seqx.featurize.embedding_stages import staged_views
+
+        return views_of_mel(mel, n, self.from_mel, lambda m, shifts: staged_views(stages, m, shifts))
 
     def averaged(self, wave: np.ndarray, n: int) -> np.ndarray:
         """The mean of `views(wave, n)` (decode.views): one embedding sequence that no longer
