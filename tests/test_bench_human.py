@@ -1,4 +1,4 @@
-"""bench/human.py's sets: the references, the grammars and the raw-to-wav step (no training here)."""
+"""bench/human.py: the sets' references, grammars and raw-to-wav step, and one set trained and decoded end to end."""
 
 from __future__ import annotations
 
@@ -142,3 +142,35 @@ def test_padded_copies_of_a_raw_recording_are_made_from_it_every_run(tmp_path: P
     original = np.fromfile(raw, dtype="<i2") / 32768
     assert np.array_equal(first, second) and len(first) == len(original) + 2 * 16000
     assert abs(np.abs(first).max() / np.abs(original).max() - 0.1) < 0.01  # 20 dB quieter, once
+
+
+def test_a_set_trained_and_decoded_by_every_system(tmp_path: Path) -> None:
+    """run_set end to end on alsa's nine files (one is noise) with a tiny model: every system answers
+    every file beside its reference, the grammar's systems answer only sentences of the grammar or
+    nothing, people and synthetic sentences out of the grammar are counted, and --skip-train decodes
+    the bundle already trained to the same answers."""
+    import argparse
+
+    from tiny import TINY_BASE
+
+    hs = human.human_sets()["alsa"]
+    if not all(Path(p).is_file() for p, _ in hs.files):
+        pytest.skip("recordings not installed: make system-deps")
+    args = argparse.Namespace(
+        recipe=human.DEFAULT_RECIPE, set=[*TINY_BASE, "data.size=40", "train.epochs=2"], kind="speech_embedding",
+        exp_dir=tmp_path, size=0, epochs=0, skip_train=False, recalibrate=False, all_people=False, slot_weights="",
+        skip_pocketsphinx=True,
+    )
+    first = human.run_set(hs, args)
+    grammar = hs.load_grammar()
+    assert len(first.systems) == 4 and all(s["files"] == len(hs.files) for s in first.systems.values())
+    assert len(first.files) == len(hs.files) and sum(f["reference"] == "" for f in first.files) == 1  # Noise.wav
+    assert all(set(f) == {"file", "reference", *first.systems} for f in first.files)
+    constrained = [label for label in first.systems if "grammar" in label]
+    assert len(constrained) == 2 and set(first.human_oog_answered) == set(constrained) == set(first.oog_false_accepts)
+    for label in constrained:
+        assert all(f[label] == "" or grammar.accepts(f[label]) for f in first.files)
+        answered, people = first.human_oog_answered[label]
+        assert people > 100 and 0 <= answered <= people and 0.0 <= first.oog_false_accepts[label] <= 1.0
+    again = human.run_set(hs, argparse.Namespace(**{**vars(args), "skip_train": True}))
+    assert again.files == first.files and again.train_seconds < first.train_seconds
