@@ -259,8 +259,11 @@ def _read_all(bundle: Bundle, settings: DecodeSettings, paths: list[str]) -> Ite
     if threads == 1:
         yield from (_read(bundle, settings, path) for path in paths)
         return
-    with ThreadPoolExecutor(threads, thread_name_prefix="seqx-read") as pool:
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="seqx-read")
+    try:
         yield from pool.map(lambda path: _read(bundle, settings, path), paths)
+    finally:  # Ctrl-C or an error: the files not started yet are not read (a `with` would read them all first)
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def transcribe_files(
