@@ -49,6 +49,12 @@ MIN_SAMPLES = (WINDOW - 1) * MEL_HOP + MEL_FFT  # 12,512 samples: the shortest i
 MAX_WINDOWS = 512  # embeddings per graph run (41 s): bounds the memory a long file takes
 
 
+def window_count(frames: int) -> int:
+    """Full 76-frame windows, stride 8, in `frames` mel frames: the embeddings they make (a short tail
+    makes none; below one window, 0 or less)."""
+    return (frames - WINDOW) // STRIDE + 1
+
+
 def model_version() -> str:
     """The installed openwakeword version (the embedding model's provenance, kept in the bundle)."""
     try:
@@ -150,7 +156,7 @@ def whole_embeddings(stream_session: Any, mel: np.ndarray, max_windows: int) -> 
     """(frames, 32) -> (N, 96) with the whole-utterance graph (seqx.featurize.embedding_graph): one
     row per full 76-frame window, stride 8. A long sequence runs in parts of `max_windows` windows,
     each with the 68 frames it shares with the next (the same numbers, tested)."""
-    n = (mel.shape[0] - WINDOW) // STRIDE + 1
+    n = window_count(mel.shape[0])
     outs = []
     for first in range(0, max(n, 0), max_windows):
         count = min(max_windows, n - first)
@@ -180,7 +186,7 @@ class SpeechEmbedding:
     @staticmethod
     def windows(mel: np.ndarray) -> np.ndarray:
         """(frames, 32) -> (N, 76, 32, 1): every full window, stride 8 (openwakeword drops a short tail)."""
-        n = (mel.shape[0] - WINDOW) // STRIDE + 1
+        n = window_count(mel.shape[0])
         view = np.lib.stride_tricks.sliding_window_view(mel, WINDOW, axis=0)[::STRIDE][:n]  # (N, 32, 76)
         return np.ascontiguousarray(view.transpose(0, 2, 1))[..., None].astype(np.float32)
 
@@ -217,7 +223,7 @@ class SpeechEmbedding:
         the stages of the graph they can (seqx.featurize.embedding_stages): half the CPU for 4."""
         mel = self.mel(wave)
         stages = _stage_sessions(self.threads) if n > 1 else None
-        if stages is None or (mel.shape[0] - WINDOW) // STRIDE + 1 > self.max_windows:  # a long file: in parts
+        if stages is None or window_count(mel.shape[0]) > self.max_windows:  # a long file: in parts
             return views_of_mel(mel, n, self.from_mel)
         from seqx.featurize.embedding_stages import staged_views
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from seqx.errors import DiskFullError, SeqxError
-from seqx.featurize.embedding import DIM, MEL_BANDS, STRIDE, WINDOW, whole_embeddings
+from seqx.featurize.embedding import DIM, MEL_BANDS, STRIDE, WINDOW, whole_embeddings, window_count
 from seqx.stage import atomic_write
 
 STAGES_VERSION = 1  # bump when the cut changes: cached stage graphs of another version are not used
@@ -76,7 +76,7 @@ def staged_views(sessions: Sequence[Any], mel: np.ndarray, shifts: Sequence[int]
     last = len(sessions) - 1
     views = []
     for shift in shifts:
-        want = (mel.shape[0] - shift - WINDOW) // STRIDE + 1  # windows whole_embeddings(mel[shift:]) makes
+        want = window_count(mel.shape[0] - shift)  # the embeddings whole_embeddings(mel[shift:]) makes
         if want <= 0:
             views.append(np.zeros((0, DIM), np.float32))
             continue
@@ -121,8 +121,8 @@ def stage_model_paths(stream_path: Path) -> list[Path] | None:
 
 
 def check_stage_models(stream_path: Path, models: Sequence[Any], frames: int = WINDOW + STRIDE * 20 + 7) -> float:
-    """Largest |staged views - one whole-graph run per view| over 4 and 8 views of a random mel; above
-    1e-4 is an error."""
+    """Largest |staged views - one whole-graph run per view| over every shift of a random mel (0-7 frames:
+    the views of 2, 4 and 8 are among them); above 1e-4 is an error."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()

@@ -22,7 +22,7 @@ import numpy as np
 from seqx.errors import SeqxError
 from seqx.featurize.embedding import (  # torch-free: the constants and windows the torch path embeds with
     DIM, MAX_WINDOWS, SAMPLE_RATE, STRIDE, WINDOW, SpeechEmbedding, mean_of_views, scaled_mel, views_of_mel,
-    whole_embeddings,
+    whole_embeddings, window_count,
 )  # fmt: skip
 
 MEL_MODEL, WINDOW_MODEL, STREAM_MODEL = "melspectrogram.onnx", "embedding_model.onnx", "embedding_stream.onnx"
@@ -72,7 +72,7 @@ def embed(wave: np.ndarray, pad_ms: float, folder: Path | None = None, views: in
     def of_mel(mel: np.ndarray) -> np.ndarray:
         if whole:
             return whole_embeddings(emb_session, mel, MAX_WINDOWS)
-        if (mel.shape[0] - WINDOW) // STRIDE + 1 <= 0:
+        if window_count(mel.shape[0]) <= 0:
             return np.zeros((0, DIM), np.float32)
         return emb_session.run(None, {"input_1": SpeechEmbedding.windows(mel)})[0].reshape(-1, DIM).astype(np.float32)
 
