@@ -28,6 +28,8 @@ def test_tiny_model_overfits_six_real_utterances_to_exact_greedy_transcripts(tmp
     assert time.monotonic() - started < 120
     assert report.best_valid_wer == 0.0, report
     assert report.bundle_valid_wer == 0.0
+    # one thread, as the suite sets it (OMP_NUM_THREADS): nothing to give way with (seqx/torch_threads.py)
+    assert report.cpu_threads == 1 and report.fewest_threads == 1 and report.fewer_threads_seconds == 0
 
     bundle = load_bundle(recipe.bundle_dir)  # the recipe is not needed from here on
     results = transcribe_files(bundle, [r["audio"] for r in rows], bundle.decode)

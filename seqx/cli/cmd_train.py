@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.table import Table
 
 from seqx.cli.common import JsonOpt, RecipeArg, RichReporter, SetOpt, out
 from seqx.recipe import DEFAULT_RECIPE
+
+if TYPE_CHECKING:
+    from seqx.train.loop import TrainReport
 
 
 def train(
@@ -49,6 +52,7 @@ def train(
         ("steps", str(report.steps)),
         ("best valid WER (greedy)", wer),
         ("bundle valid WER (averaged)", "n/a" if report.bundle_valid_wer is None else f"{100 * report.bundle_valid_wer:.2f}%"),
+        *([("CPU threads", cpu_threads(report))] if report.cpu_threads else []),
         ("skipped non-finite batches", str(report.skipped_batches)),
         ("wall time", f"{report.wall_seconds:.0f} s"),
         ("averaged", ", ".join(report.averaged)),
@@ -56,3 +60,10 @@ def train(
     ]:
         table.add_row(name, value)
     out.print(table)
+
+
+def cpu_threads(report: TrainReport) -> str:
+    """'2', or '2 (1 for 66 s: other programs busy)': the trainer gives way to other programs (seqx/torch_threads.py)."""
+    if report.fewest_threads >= report.cpu_threads:
+        return str(report.cpu_threads)
+    return f"{report.cpu_threads} ({report.fewest_threads} for {report.fewer_threads_seconds:.0f} s: other programs busy)"

@@ -57,6 +57,7 @@ from seqx.recipe import DecodeSettings
 from seqx.report import Collect, Reporter
 from seqx.runtime.ctc import ctc_gaps as runtime_ctc_gaps
 from seqx.runtime.ctc import forgiven, word_starts
+from seqx.torch_threads import ThreadGovernor
 
 __all__ = [  # the result half is re-exported: callers import it from here as before
     "AUDIO_SUFFIXES", "Constraint", "Hypothesis", "PreparedFiles", "Result", "Searched", "expand_inputs",
@@ -266,6 +267,13 @@ def _read_all(bundle: Bundle, settings: DecodeSettings, paths: list[str]) -> Ite
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+def _giving_way(bundle: Bundle, files: int, settings: DecodeSettings) -> ThreadGovernor:
+    """torch's threads for a search of `files` on a CPU in batches: fewer while another program keeps a
+    core busy (seqx/torch_threads.py: 82 -> 48 s for `seqx evaluate` beside one busy process); a single
+    batch is over before the first check."""
+    return ThreadGovernor(enabled=bundle.device.type == "cpu" and files > settings.batch_size)
+
+
 def transcribe_files(
     bundle: Bundle,
     paths: list[str],
@@ -315,21 +323,23 @@ def transcribe_files(
                 continue
         task.advance(1)
     loaded.sort(key=lambda item: item[1].shape[0])
-    for first in range(0, len(loaded), settings.batch_size):
-        chunk = loaded[first : first + settings.batch_size]
-        start = time.perf_counter()
-        found = search_checked(
-            bundle, [feats for _, feats, _ in chunk], settings, use_cache=use_cache, automaton=constraint.automaton,
-            rescorer=constraint.rescorer,
-        )
-        batch_seconds = time.perf_counter() - start
-        batch_audio = sum(results[i].duration for i, _, _ in chunk) or 1.0
-        for k, (index, _, prep_seconds) in enumerate(chunk):
-            result = results[index]
-            # the batch's search time is shared in proportion to each file's audio length
-            result.decode_seconds = prep_seconds + batch_seconds * result.duration / batch_audio
-            _judge(result, found, k, bundle, settings, constraint.grammar)
-        task.advance(len(chunk))
+    with _giving_way(bundle, len(loaded), settings) as threads:
+        for first in range(0, len(loaded), settings.batch_size):
+            threads.tick()
+            chunk = loaded[first : first + settings.batch_size]
+            start = time.perf_counter()
+            found = search_checked(
+                bundle, [feats for _, feats, _ in chunk], settings, use_cache=use_cache,
+                automaton=constraint.automaton, rescorer=constraint.rescorer,
+            )
+            batch_seconds = time.perf_counter() - start
+            batch_audio = sum(results[i].duration for i, _, _ in chunk) or 1.0
+            for k, (index, _, prep_seconds) in enumerate(chunk):
+                result = results[index]
+                # the batch's search time is shared in proportion to each file's audio length
+                result.decode_seconds = prep_seconds + batch_seconds * result.duration / batch_audio
+                _judge(result, found, k, bundle, settings, constraint.grammar)
+            task.advance(len(chunk))
     task.close()
     return results
 
@@ -404,14 +414,16 @@ def transcribe_waves(
         if speech is not None:
             loaded.append((index, featurize(bundle, speech, settings.views)))
     loaded.sort(key=lambda item: item[1].shape[0])
-    for first in range(0, len(loaded), settings.batch_size):
-        chunk = loaded[first : first + settings.batch_size]
-        found = search_checked(
-            bundle, [feats for _, feats in chunk], settings, automaton=constraint.automaton,
-            rescorer=constraint.rescorer,
-        )
-        for k, (index, _) in enumerate(chunk):
-            _judge(results[index], found, k, bundle, settings, constraint.grammar)
+    with _giving_way(bundle, len(loaded), settings) as threads:
+        for first in range(0, len(loaded), settings.batch_size):
+            threads.tick()
+            chunk = loaded[first : first + settings.batch_size]
+            found = search_checked(
+                bundle, [feats for _, feats in chunk], settings, automaton=constraint.automaton,
+                rescorer=constraint.rescorer,
+            )
+            for k, (index, _) in enumerate(chunk):
+                _judge(results[index], found, k, bundle, settings, constraint.grammar)
     seconds = time.perf_counter() - start
     audio = sum(r.duration for r in results) or 1.0
     for result in results:

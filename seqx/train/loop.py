@@ -35,6 +35,7 @@ from seqx.model.transformer import ModelDimensions, Seq2SeqTransformer, param_gr
 from seqx.recipe import Recipe
 from seqx.report import Reporter
 from seqx.tokenize.tokenizer import Tokenizer
+from seqx.torch_threads import ThreadGovernor
 from seqx.train.batching import LengthBucketSampler
 from seqx.train.checkpoint import LAST, CheckpointKeeper, average_checkpoints
 from seqx.train.dataset import Batch, Collate, UtteranceDataset
@@ -62,6 +63,9 @@ class TrainReport:
     stopped_early: bool = False
     resumed_from_step: int | None = None
     wall_seconds: float = 0.0  # this invocation
+    cpu_threads: int = 0  # torch's threads on a CPU (0: another device)
+    fewest_threads: int = 0  # the fewest the trainer gave way to while another program was busy (seqx.torch_threads)
+    fewer_threads_seconds: float = 0.0  # training time spent with fewer
     averaged: list[str] = field(default_factory=list)  # checkpoints averaged into the bundle
 
 
@@ -139,6 +143,8 @@ class Trainer:
         self.state = TrainState()
         self.checkpoints = CheckpointKeeper(self.ckpt_dir, run_key, self.settings, dist_info, device)
         self.log = TrainLog(recipe.root, recipe.tb_dir, dist_info.is_main)
+        # on a CPU, one thread fewer for each core another program keeps busy (seqx/torch_threads.py)
+        self.threads = ThreadGovernor() if device.type == "cpu" else None
 
     def _seed_rank(self) -> None:
         seed = self.settings.seed * 1000 + self.dist.rank + 1
@@ -210,9 +216,13 @@ class Trainer:
                     1, loss=loss if finite else float("nan"), lr=self._lr(total),
                     utt_s=utts / max(time.monotonic() - started, 1e-9),
                 )
+                if self.threads is not None:
+                    self.threads.tick()
             task.close()
             s.epoch, s.batch_in_epoch = s.epoch + 1, 0
             self._end_epoch()
+        if self.threads is not None:
+            self.threads.restore()
         return s
 
     def _forward_backward(self, batch: Batch, sync: bool) -> tuple[bool, float]:

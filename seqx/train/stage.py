@@ -227,6 +227,10 @@ def train_on_stores(
         state = trainer.fit()
         report.epochs, report.steps, report.skipped_batches = state.epoch, state.step, state.nan_skipped
         report.stopped_early = state.stopped_early
+        if trainer.threads is not None:
+            governor = trainer.threads
+            report.cpu_threads, report.fewest_threads = governor.most, governor.lowest
+            report.fewer_threads_seconds = round(governor.fewer_seconds, 1)
         if state.epochs:
             best = min(state.epochs, key=lambda e: (e["wer"], e["loss"], -e["epoch"]))
             report.best_valid_wer, report.best_epoch = best["wer"], best["epoch"]

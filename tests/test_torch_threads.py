@@ -1,0 +1,72 @@
+"""The trainer's threads give way to other programs (seqx/torch_threads.py), measured on real processes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from seqx.torch_threads import ThreadGovernor, machine_cpu, own_cpu, threads_for, used_since
+
+pytestmark = pytest.mark.skipif(machine_cpu() is None, reason="needs Linux's /proc/stat")
+
+SPIN = "import time\nend = time.monotonic() + {s}\nwhile time.monotonic() < end: pass\n"
+
+
+def spin_elsewhere(seconds: float) -> None:
+    """A busy process that is not ours: started by a shell that exits at once, so init adopts it."""
+    subprocess.run(["sh", "-c", '("$1" -c "$2" &)', "sh", sys.executable, SPIN.format(s=seconds)], check=True)
+
+
+def test_threads_are_the_cores_the_others_leave() -> None:
+    assert threads_for(0.0, 2, 2) == 2
+    assert threads_for(0.4, 2, 2) == 2  # a little background work keeps both
+    assert threads_for(0.67, 2, 2) == 1  # one busy process sharing two cores with two threads
+    assert threads_for(1.0, 2, 2) == 1
+    assert threads_for(5.0, 4, 4) == 1  # never none
+    assert threads_for(3.2, 16, 8) == 8  # never more than it started with
+    assert threads_for(3.2, 16, 16) == 13
+
+
+def test_our_children_are_ours() -> None:
+    """A DataLoader worker's CPU is the trainer's own, not another program's."""
+    then = own_cpu()
+    child = subprocess.Popen([sys.executable, "-c", SPIN.format(s=2.0)])
+    try:
+        time.sleep(1.5)
+        now = own_cpu()
+        assert child.pid in now
+        assert used_since(now, then) >= 0.3  # the child's spinning, however much of a core it got
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_busy_program_takes_a_thread_and_gives_it_back_when_done() -> None:
+    before = torch.get_num_threads()
+    governor = ThreadGovernor(most=2, interval_s=0.0, pinned=False)
+    assert governor.active and governor.threads == 2
+    try:
+        spin_elsewhere(2.0)
+        time.sleep(1.2)
+        assert governor.others() >= 0.6
+        time.sleep(0.5)
+        assert governor.tick() == 1 and torch.get_num_threads() == 1
+        assert governor.lowest == 1
+        time.sleep(0.5)
+        governor.tick()
+        assert governor.fewer_seconds > 0.3
+        governor.restore()
+        assert torch.get_num_threads() == 2 and governor.threads == 2
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_a_thread_count_the_user_set_is_kept() -> None:
+    assert not ThreadGovernor(most=2, pinned=True).active
+    assert not ThreadGovernor(most=1, pinned=False).active  # one thread: nothing to give
+    governor = ThreadGovernor(most=2, pinned=True)
+    assert governor.tick() == 2
