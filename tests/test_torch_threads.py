@@ -47,20 +47,23 @@ def test_our_children_are_ours() -> None:
 
 def test_a_busy_program_takes_a_thread_and_gives_it_back_when_done() -> None:
     before = torch.get_num_threads()
-    governor = ThreadGovernor(most=2, interval_s=0.0, pinned=False)
-    assert governor.active and governor.threads == 2
+    cores = machine_cpu()[1]  # type: ignore[index]  # the module's skip: /proc/stat is there
+    if cores < 2:
+        pytest.skip("one core: no thread to give")
+    governor = ThreadGovernor(most=cores, interval_s=0.0, pinned=False)
+    assert governor.active and governor.threads == cores
     try:
         spin_elsewhere(2.0)
         time.sleep(1.2)
         assert governor.others() >= 0.6
         time.sleep(0.5)
-        assert governor.tick() == 1 and torch.get_num_threads() == 1
-        assert governor.lowest == 1
+        assert governor.tick() <= cores - 1 and torch.get_num_threads() == governor.threads
+        assert governor.lowest <= cores - 1
         time.sleep(0.5)
         governor.tick()
         assert governor.fewer_seconds > 0.3
         governor.restore()
-        assert torch.get_num_threads() == 2 and governor.threads == 2
+        assert torch.get_num_threads() == cores and governor.threads == cores
     finally:
         torch.set_num_threads(before)
 
