@@ -28,6 +28,8 @@ from typing import Self
 
 import torch
 
+from seqx.workers import process_cpu_seconds
+
 PROC = Path("/proc")
 TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100  # /proc's time unit
 
@@ -49,11 +51,9 @@ def machine_cpu() -> tuple[float, int] | None:
 def _process_cpu(pid: int) -> float:
     """Seconds of CPU one process (all its threads) has used; 0 for one that has gone."""
     try:
-        stat = (PROC / str(pid) / "stat").read_text()
+        return process_cpu_seconds(pid)
     except OSError:
         return 0.0
-    fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (name) "; the name may hold spaces
-    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
 
 
 def children(pid: int) -> list[int]:

@@ -50,6 +50,12 @@ def forkserver_cpu_seconds() -> float:
     pid = forkserver._forkserver._forkserver_pid  # no public way to find the server
     if pid is None:
         return 0.0
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()  # proc(5) fields 3 on
-    utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
-    return (utime + stime + cutime + cstime) / os.sysconf("SC_CLK_TCK")
+    return process_cpu_seconds(pid, reaped=True)
+
+
+def process_cpu_seconds(pid: int, reaped: bool = False) -> float:
+    """CPU seconds (user + system, all threads) of process `pid` from /proc/PID/stat; `reaped`: with
+    those of the children it has waited for. OSError when there is no such process (or no /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()  # proc(5) fields 3 on: utime is 14
+    times = fields[11:15] if reaped else fields[11:13]  # utime, stime[, cutime, cstime]
+    return sum(int(x) for x in times) / os.sysconf("SC_CLK_TCK")
