@@ -144,7 +144,7 @@ class Trainer:
         self.checkpoints = CheckpointKeeper(self.ckpt_dir, run_key, self.settings, dist_info, device)
         self.log = TrainLog(recipe.root, recipe.tb_dir, dist_info.is_main)
         # on a CPU, one thread fewer for each core another program keeps busy (seqx/torch_threads.py)
-        self.threads = ThreadGovernor() if device.type == "cpu" else None
+        self.threads = ThreadGovernor(enabled=device.type == "cpu")
 
     def _seed_rank(self) -> None:
         seed = self.settings.seed * 1000 + self.dist.rank + 1
@@ -216,13 +216,11 @@ class Trainer:
                     1, loss=loss if finite else float("nan"), lr=self._lr(total),
                     utt_s=utts / max(time.monotonic() - started, 1e-9),
                 )
-                if self.threads is not None:
-                    self.threads.tick()
+                self.threads.tick()
             task.close()
             s.epoch, s.batch_in_epoch = s.epoch + 1, 0
             self._end_epoch()
-        if self.threads is not None:
-            self.threads.restore()
+        self.threads.restore()
         return s
 
     def _forward_backward(self, batch: Batch, sync: bool) -> tuple[bool, float]:

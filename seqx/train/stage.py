@@ -227,7 +227,7 @@ def train_on_stores(
         state = trainer.fit()
         report.epochs, report.steps, report.skipped_batches = state.epoch, state.step, state.nan_skipped
         report.stopped_early = state.stopped_early
-        if trainer.threads is not None:
+        if trainer.device.type == "cpu":
             governor = trainer.threads
             report.cpu_threads, report.fewest_threads = governor.most, governor.lowest
             report.fewer_threads_seconds = round(governor.fewer_seconds, 1)
