@@ -49,9 +49,10 @@ def machine_cpu() -> tuple[float, int] | None:
 
 
 def _process_cpu(pid: int) -> float:
-    """Seconds of CPU one process (all its threads) has used; 0 for one that has gone."""
+    """Seconds of CPU one process (all its threads, and the children it has waited for) has used; 0
+    for one that has gone."""
     try:
-        return process_cpu_seconds(pid)
+        return process_cpu_seconds(pid, reaped=True)
     except OSError:
         return 0.0
 
@@ -71,18 +72,29 @@ def children(pid: int) -> list[int]:
     return found
 
 
+REAPED = 0  # own_cpu()'s key for the children this process has waited for (no process has pid 0)
+
+
 def own_cpu() -> dict[int, float]:
-    """Seconds of CPU this process and each of its live children have used, by pid (the DataLoader
+    """Seconds of CPU this process and each of its live children have used, by pid, each with the
+    children it has waited for; under REAPED, those this process has waited for (the DataLoader
     workers are ours; they come and go with every epoch)."""
     me = os.getpid()
     mine = os.times()
-    return {me: mine.user + mine.system, **{kid: _process_cpu(kid) for kid in children(me)}}
+    return {
+        me: mine.user + mine.system,
+        REAPED: mine.children_user + mine.children_system,
+        **{kid: _process_cpu(kid) for kid in children(me)},
+    }
 
 
 def used_since(now: dict[int, float], then: dict[int, float]) -> float:
-    """CPU seconds our processes used between two `own_cpu()` readings: a process that started since
-    counts whole, one that ended since is not subtracted (its last moments count as another program's)."""
-    return sum(max(0.0, cpu - then.get(pid, 0.0)) for pid, cpu in now.items())
+    """CPU seconds our processes used between two `own_cpu()` readings. A process that started since
+    counts whole. One that ended since shows its whole life in its parent's waited-for children; what
+    it had used at the first reading is taken off again, so only its last moments count as ours."""
+    grown = sum(cpu - then.get(pid, 0.0) for pid, cpu in now.items())
+    gone = sum(cpu for pid, cpu in then.items() if pid not in now)
+    return max(0.0, grown - gone)
 
 
 def threads_for(others: float, cores: int, most: int) -> int:

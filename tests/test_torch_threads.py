@@ -45,6 +45,20 @@ def test_our_children_are_ours() -> None:
         child.wait()
 
 
+def test_a_child_that_ended_counts_as_ours_for_its_last_moments_only() -> None:
+    """A DataLoader worker ends with its epoch: what it used after the last reading is ours, and what it
+    used before that reading is not counted a second time."""
+    child = subprocess.Popen([sys.executable, "-c", SPIN.format(s=1.5)])
+    time.sleep(0.6)
+    then, start = own_cpu(), time.monotonic()
+    child.wait()
+    now, elapsed = own_cpu(), time.monotonic() - start
+    assert child.pid in then and child.pid not in now
+    used = used_since(now, then)
+    assert used >= 0.3  # its last ~0.9 s of spinning, however much of a core it got
+    assert used <= elapsed + 0.3  # one thread cannot use more than the wall time between the readings
+
+
 def test_a_busy_program_takes_a_thread_and_gives_it_back_when_done() -> None:
     before = torch.get_num_threads()
     cores = machine_cpu()[1]  # type: ignore[index]  # the module's skip: /proc/stat is there

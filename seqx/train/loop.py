@@ -176,51 +176,51 @@ class Trainer:
         s, cfg = self.state, self.settings
         total = self.total_steps()
         self.log.open(s.step)
-        while s.epoch < cfg.epochs and not s.stopped_early:
-            self.sampler.set_epoch(s.epoch)
-            self.sampler.position = s.batch_in_epoch
-            n_batches = len(self.sampler)
-            loader = torch.utils.data.DataLoader(
-                self.train_data,
-                batch_sampler=self.sampler,
-                collate_fn=self.collate,
-                num_workers=cfg.workers,
-                pin_memory=self.device.type == "cuda",
-                generator=torch.Generator().manual_seed(cfg.seed + s.epoch),
-            )
-            task = self.reporter.task(f"train epoch {s.epoch + 1}", total=n_batches, unit="batch")
-            if s.batch_in_epoch:
-                task.advance(s.batch_in_epoch)
-            self.net.train()
-            took = window = 0  # batches with a backward pass / batches in this accumulation window
-            started, utts, running = time.monotonic(), 0, []
-            for batch in loader:
-                window += 1
-                closes = window == cfg.accum_steps or s.batch_in_epoch + 1 == n_batches
-                finite, loss = self._forward_backward(batch.to(self.device), sync=closes)
-                s.batch_in_epoch += 1
-                took += finite
-                utts += batch.size
-                if finite:
-                    running.append(loss)
-                if closes:
-                    lr = self._optimizer_step(took, last_synced=finite, total=total)
-                    took = window = 0
-                    if lr is not None:
-                        fault_point("step")
-                        self._log_step(lr, running)
-                        running = []
-                        if s.step % cfg.save_every_steps == 0:
-                            self.save(self.ckpt_dir / LAST)
-                task.advance(
-                    1, loss=loss if finite else float("nan"), lr=self._lr(total),
-                    utt_s=utts / max(time.monotonic() - started, 1e-9),
+        with self.threads:  # its thread count back after the last epoch, or a fault
+            while s.epoch < cfg.epochs and not s.stopped_early:
+                self.sampler.set_epoch(s.epoch)
+                self.sampler.position = s.batch_in_epoch
+                n_batches = len(self.sampler)
+                loader = torch.utils.data.DataLoader(
+                    self.train_data,
+                    batch_sampler=self.sampler,
+                    collate_fn=self.collate,
+                    num_workers=cfg.workers,
+                    pin_memory=self.device.type == "cuda",
+                    generator=torch.Generator().manual_seed(cfg.seed + s.epoch),
                 )
-                self.threads.tick()
-            task.close()
-            s.epoch, s.batch_in_epoch = s.epoch + 1, 0
-            self._end_epoch()
-        self.threads.restore()
+                task = self.reporter.task(f"train epoch {s.epoch + 1}", total=n_batches, unit="batch")
+                if s.batch_in_epoch:
+                    task.advance(s.batch_in_epoch)
+                self.net.train()
+                took = window = 0  # batches with a backward pass / batches in this accumulation window
+                started, utts, running = time.monotonic(), 0, []
+                for batch in loader:
+                    window += 1
+                    closes = window == cfg.accum_steps or s.batch_in_epoch + 1 == n_batches
+                    finite, loss = self._forward_backward(batch.to(self.device), sync=closes)
+                    s.batch_in_epoch += 1
+                    took += finite
+                    utts += batch.size
+                    if finite:
+                        running.append(loss)
+                    if closes:
+                        lr = self._optimizer_step(took, last_synced=finite, total=total)
+                        took = window = 0
+                        if lr is not None:
+                            fault_point("step")
+                            self._log_step(lr, running)
+                            running = []
+                            if s.step % cfg.save_every_steps == 0:
+                                self.save(self.ckpt_dir / LAST)
+                    task.advance(
+                        1, loss=loss if finite else float("nan"), lr=self._lr(total),
+                        utt_s=utts / max(time.monotonic() - started, 1e-9),
+                    )
+                    self.threads.tick()
+                task.close()
+                s.epoch, s.batch_in_epoch = s.epoch + 1, 0
+                self._end_epoch()
         return s
 
     def _forward_backward(self, batch: Batch, sync: bool) -> tuple[bool, float]:
