@@ -86,6 +86,28 @@ def test_each_engine_says_a_command_as_16khz_speech(name: str) -> None:
     assert rms.max() > 0.02 and (rms > 0.1 * rms.max()).mean() > 0.3  # speech, not a click or silence
 
 
+def test_the_letter_a_is_told_to_every_engine_as_its_name_and_the_article_is_left_alone() -> None:
+    assert engines.letter_names("a") == "eigh"  # a letters grammar's command
+    assert engines.letter_names("plan A") == "plan eigh"  # the last word is never the article
+    assert engines.letter_names("a, b, c") == "eigh, b, c"  # spelled, with pauses
+    assert engines.letter_names("b a d") == "b eigh d"
+    assert engines.letter_names("set a timer for five minutes") == "set a timer for five minutes"
+    assert engines.letter_names("set a timer for a") == "set a timer for eigh"
+
+
+@pytest.mark.parametrize("name", ["festival", "hibari"])
+def test_engines_that_read_a_lone_a_as_the_article_say_the_letter(name: str) -> None:
+    """festival and hibari say a lone "a" as /ə/; told "eigh" they say /eɪ/, longer: a letters grammar's
+    "a" must be the letter's name, as espeak-ng, piper and flite say it and as people do."""
+    _need(name)
+    voice, how = ONE_VOICE_EACH[name], engines.Delivery()
+    article, _ = engines.engine(name).speak("a", voice, how)  # the engine's own reading
+    letter, _ = engines.speak("a", voice, how)
+    named, _ = engines.engine(name).speak("eigh", voice, how)
+    assert np.array_equal(letter, named)
+    assert not np.array_equal(letter, article) and letter.size > article.size
+
+
 def test_festival_lists_its_debian_voices() -> None:
     _need("festival")
     names = {v.variant for v in engines.ENGINES["festival"].voices()}

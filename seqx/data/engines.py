@@ -611,9 +611,32 @@ def engine(name: str) -> EspeakNg | Flite | Festival | Piper | Hibari | Pico:
     return ENGINES[name]
 
 
+LETTER_A = "eigh"  # said /eɪ/ by espeak-ng, flite, festival and hibari alike
+_WORD = re.compile(r"[A-Za-z']+")
+
+
+def letter_names(text: str) -> str:
+    """`text` with the word "a" spelled so that every engine says the letter's name where it can only be
+    the letter: as the last word ("plan a", a letters grammar's "a") or beside another single letter
+    ("a b c"). festival and hibari read a lone "a" as the article, /ə/, so a letters model heard the letter
+    A said two ways, half of them not a person's (KLettres' two people's A heard as "h" and "i"). The
+    article ("set a timer") is left as it is; the transcript never changes, only what the engine is told."""
+    words = list(_WORD.finditer(text))
+    out, end = [], 0
+    for i, word in enumerate(words):
+        if word.group().lower() != "a":
+            continue
+        before = words[i - 1].group() if i else ""
+        after = words[i + 1].group() if i + 1 < len(words) else None
+        if after is None or len(after) == 1 or (len(before) == 1 and before.lower() != "a"):
+            out += [text[end:word.start()], LETTER_A]
+            end = word.end()
+    return "".join(out) + text[end:]
+
+
 def speak(text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
     """`text` said by `voice`: mono float32 samples and their rate."""
-    return engine(voice.engine).speak(text, voice, how)
+    return engine(voice.engine).speak(letter_names(text), voice, how)
 
 
 def speak_alone(text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
