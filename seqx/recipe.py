@@ -273,6 +273,10 @@ class SynthSettings(_Section):
     # auto = AUTO_OTHER_SHARE for a grammar of at most SMALL_GRAMMAR_WORDS words or of one-word
     # commands (ONE_WORD_COMMANDS_SHARE), else 0
     oog_other_share: Annotated[float, Field(ge=0.0, le=1.0)] | Literal["auto"] = 0.0
+    # what the engines are told for a word or phrase of the grammar they say otherwise than people do,
+    # e.g. {close: cloze}: espeak-ng (so piper) and festival say the verb "close" as the adjective, /s/.
+    # Every split and engine hears it; the transcript is unchanged. Empty: each engine's own reading
+    say_as: dict[str, str] = Field(default_factory=dict)
     valid_voices: int = Field(4, ge=1)  # voices reserved for valid (never in train)
     test_voices: int = Field(6, ge=1)  # voices reserved for test (never in train or valid)
     # An engine heard only in test ("a new kind of voice"): all its voices are test speakers and none
@@ -298,6 +302,9 @@ class SynthSettings(_Section):
         for name, (lo, hi) in ranges.items():
             if lo > hi:
                 raise ValueError(f"data.synth.{name}: low end {lo:g} is above high end {hi:g}")
+        for word, said in self.say_as.items():
+            if not word.strip() or not str(said).strip():
+                raise ValueError(f"data.synth.say_as: {word!r}: {said!r}: both the word and what is said must be given")
         return self
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from seqx.data import engines
 from seqx.data.importers import check_rows, read_rows
 from seqx.data.manifest import Utterance, read_manifest, write_manifest
 from seqx.data.synth import OTHER_LENGTHS, SPLITS, corpus_grammar, oog_strings_changed, other_word_share, synthesize
@@ -76,6 +77,10 @@ def _key(recipe: Recipe) -> str:
         del settings["synth"]["pico_voices"]  # the same
     if not settings["synth"]["pause_share"]:
         del settings["synth"]["pause_share"], settings["synth"]["pause_gaps"]  # the same
+    if not settings["synth"]["say_as"]:
+        del settings["synth"]["say_as"]  # the same
+    if synthesized and (other_share or engines.text_changes((grammar or corpus_grammar(recipe.data)).vocabulary())):
+        settings["synth"]["engine_text"] = 2  # the letter "a" and the teens told otherwise since 2026-12-01 (engines.engine_text)
     return fingerprint(STAGE_VERSION, settings, inputs)
 
 

@@ -12,6 +12,7 @@ piper utterance with noise_scale or noise_w above 0 differs from run to run
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import zlib
@@ -403,6 +404,35 @@ def with_pauses(plans: list[Plan], settings: DataSettings) -> list[Plan]:
     return paused
 
 
+def said_as(text: str, say_as: dict[str, str]) -> str:
+    """`text` with each word or phrase of `say_as` (whole words, any case) replaced by what the engines
+    are told instead; the longest phrase first, and nothing replaced twice."""
+    if not say_as:
+        return text
+    lower = {k.strip().lower(): v for k, v in say_as.items()}
+    keys = sorted(lower, key=len, reverse=True)
+    pattern = r"(?<![\w'])(" + "|".join(re.escape(k) for k in keys) + r")(?![\w'])"
+    return re.sub(pattern, lambda m: lower[m.group(1).lower()], text, flags=re.IGNORECASE)
+
+
+def with_say_as(plans: list[Plan], settings: DataSettings) -> list[Plan]:
+    """Every plan whose words `data.synth.say_as` names is said as it says (`spoken`), its transcript
+    kept. A word the grammar never says is a typo the recipe would otherwise carry silently: an error."""
+    say_as = settings.synth.say_as
+    if not say_as:
+        return plans
+    words = set(corpus_grammar(settings).vocabulary())
+    for key in say_as:
+        missing = [w for w in key.lower().split() if w not in words]
+        if missing:
+            raise SeqxError(f"data.synth.say_as: {key!r} is not said by the grammar ({', '.join(missing)} is no word of it)")
+    out = []
+    for plan in plans:
+        said = said_as(plan.says, say_as)
+        out.append(plan if said == plan.says else replace(plan, spoken=said))
+    return out
+
+
 def render_order(plans: list[Plan]) -> list[Plan]:
     """The plans in the order to render them: the other engines', then festival's, then piper's
     grouped by voice and setting. Within each the plans keep their order (render_groups)."""
@@ -571,7 +601,7 @@ def corpus_plans(
     voices, dropped = distinct_voices(voices, workers)
     plans, heldout = plan_corpus(settings, voices)
     plans = with_augmentation(with_piper_scales(plans, settings.synth), settings)
-    return with_pauses(plans, settings), heldout, voices, dropped
+    return with_say_as(with_pauses(plans, settings), settings), heldout, voices, dropped
 
 
 def synthesize(
