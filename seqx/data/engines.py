@@ -634,33 +634,15 @@ def letter_names(text: str) -> str:
     return "".join(out) + text[end:]
 
 
-ESPEAK_READ = {"espeak-ng", "piper"}  # engines whose text is read by espeak-ng's rules (piper: espeak-ng's phonemes)
-_TEEN = re.compile(r"\b(thir|four|fif|six|seven|eigh|nine)(teen(?:th|s)?)\b", re.IGNORECASE)
-
-
-def teens_stressed(text: str) -> str:
-    """espeak-ng stresses a teen on its first syllable only ("fourteen" fˈoːɹtiːn, as "forty" fˈoːɹɾi),
-    where festival, flite and hibari stress "-teen" too and people stress it at the end of a phrase:
-    "four-teen" makes espeak-ng say fˈoːɹtˈiːn. The stress is much of what tells a person's fourteen
-    from forty, so the engines read by espeak-ng's rules are told the teens that way."""
-    return _TEEN.sub(lambda m: f"{m.group(1)}-{m.group(2)}", text)
-
-
-def engine_text(text: str, engine_name: str) -> str:
-    """What an engine is told to say `text` as people say it (the transcript stays `text`)."""
-    text = letter_names(text)
-    return teens_stressed(text) if engine_name in ESPEAK_READ else text
-
-
 def text_changes(words: list[str]) -> bool:
-    """Whether any engine is told one of these words otherwise than written (a corpus of them made before
-    `engine_text` existed says them otherwise)."""
-    return any(engine_text(w, name) != w for w in words for name in ("festival", *ESPEAK_READ))
+    """Whether the engines are told one of these words otherwise than written (a corpus that says them,
+    made before `letter_names`, says them otherwise)."""
+    return any(letter_names(w) != w for w in words)
 
 
 def speak(text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
     """`text` said by `voice`: mono float32 samples and their rate."""
-    return engine(voice.engine).speak(engine_text(text, voice.engine), voice, how)
+    return engine(voice.engine).speak(letter_names(text), voice, how)
 
 
 def speak_alone(text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
@@ -668,7 +650,7 @@ def speak_alone(text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int
     process of their own (`speak_once`), since a text said by a kept one mid-job changes what it says
     next (synth.render_groups); the stateless engines say it as `speak` does."""
     eng = engine(voice.engine)
-    return getattr(eng, "speak_once", eng.speak)(engine_text(text, voice.engine), voice, how)
+    return getattr(eng, "speak_once", eng.speak)(letter_names(text), voice, how)
 
 
 def voice_name(voice: Voice) -> str:

@@ -80,7 +80,7 @@ def _key(recipe: Recipe) -> str:
     if not settings["synth"]["say_as"]:
         del settings["synth"]["say_as"]  # the same
     if synthesized and (other_share or engines.text_changes((grammar or corpus_grammar(recipe.data)).vocabulary())):
-        settings["synth"]["engine_text"] = 2  # the letter "a" and the teens told otherwise since 2026-12-01 (engines.engine_text)
+        settings["synth"]["engine_text"] = 2  # the letter "a" told as its name since 2026-12-01 (engines.letter_names)
     return fingerprint(STAGE_VERSION, settings, inputs)
 
 
