@@ -14,6 +14,7 @@ from seqx.data.manifest import Utterance, read_manifest, write_manifest
 from seqx.data.synth import OTHER_LENGTHS, SPLITS, corpus_grammar, oog_strings_changed, other_word_share, synthesize
 from seqx.errors import SeqxError
 from seqx.faults import fault_point
+from seqx.grammar.model import Grammar
 from seqx.lock import stage_lock
 from seqx.recipe import Recipe
 from seqx.report import Collect, Reporter
@@ -79,9 +80,17 @@ def _key(recipe: Recipe) -> str:
         del settings["synth"]["pause_share"], settings["synth"]["pause_gaps"]  # the same
     if not settings["synth"]["say_as"]:
         del settings["synth"]["say_as"]  # the same
-    if synthesized and (other_share or engines.text_changes((grammar or corpus_grammar(recipe.data)).vocabulary())):
+    if synthesized and (other_share or engines.text_changes(_grammar_words(recipe, grammar))):
         settings["synth"]["engine_text"] = 2  # the letter "a" told as its name since 2026-12-01 (engines.letter_names)
     return fingerprint(STAGE_VERSION, settings, inputs)
+
+
+def _grammar_words(recipe: Recipe, grammar: Grammar | None) -> list[str]:
+    """The corpus grammar's words; none for a recipe without a grammar (synthesizing says why itself)."""
+    try:
+        return (grammar or corpus_grammar(recipe.data)).vocabulary()
+    except SeqxError:
+        return []
 
 
 def input_signature(path: Path) -> object:
