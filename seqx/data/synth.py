@@ -415,17 +415,24 @@ def said_as(text: str, say_as: dict[str, str]) -> str:
     return re.sub(pattern, lambda m: lower[m.group(1).lower()], text, flags=re.IGNORECASE)
 
 
-def with_say_as(plans: list[Plan], settings: DataSettings) -> list[Plan]:
-    """Every plan whose words `data.synth.say_as` names is said as it says (`spoken`), its transcript
-    kept. A word the grammar never says is a typo the recipe would otherwise carry silently: an error."""
-    say_as = settings.synth.say_as
-    if not say_as:
-        return plans
+def check_say_as(settings: DataSettings) -> None:
+    """A `data.synth.say_as` word the grammar never says is a typo the recipe would otherwise carry
+    silently: an error, before the engines are probed."""
+    if not settings.synth.say_as:
+        return
     words = set(corpus_grammar(settings).vocabulary())
-    for key in say_as:
+    for key in settings.synth.say_as:
         missing = [w for w in key.lower().split() if w not in words]
         if missing:
             raise SeqxError(f"data.synth.say_as: {key!r} is not said by the grammar ({', '.join(missing)} is no word of it)")
+
+
+def with_say_as(plans: list[Plan], settings: DataSettings) -> list[Plan]:
+    """Every plan whose words `data.synth.say_as` names is said as it says (`spoken`), its transcript kept."""
+    say_as = settings.synth.say_as
+    if not say_as:
+        return plans
+    check_say_as(settings)
     out = []
     for plan in plans:
         said = said_as(plan.says, say_as)
@@ -596,6 +603,7 @@ def corpus_plans(
     The engines are probed here, since which voices sound alike decides the speaker split;
     a benchmark that needs to know how an utterance was made asks this instead of re-planning.
     """
+    check_say_as(settings)
     voices = all_voices(settings.synth)
     check_engines(voices)
     voices, dropped = distinct_voices(voices, workers)
