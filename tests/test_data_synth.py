@@ -130,6 +130,7 @@ def test_say_as_tells_the_engines_another_spelling_and_keeps_the_transcript() ->
     assert not np.array_equal(*(render(replace(p, snr_db=None), 16000) for p in (before, after)))
     assert said_as("Close, the mail. enclosed", {"close": "cloze"}) == "cloze, the mail. enclosed"
     assert said_as("a b", {"a": "b", "b": "c"}) == "b c"  # nothing replaced twice
+    assert said_as("open the file, manager", {"file manager": "file-manager"}) == "open the file-manager"  # a pause
     typo = on.model_copy(update={"synth": on.synth.model_copy(update={"say_as": {"clsoe": "cloze"}})})
     with pytest.raises(SeqxError, match="data.synth.say_as: 'clsoe' is not said by the grammar"):
         with_say_as(plans, typo)

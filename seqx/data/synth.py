@@ -405,14 +405,16 @@ def with_pauses(plans: list[Plan], settings: DataSettings) -> list[Plan]:
 
 
 def said_as(text: str, say_as: dict[str, str]) -> str:
-    """`text` with each word or phrase of `say_as` (whole words, any case) replaced by what the engines
-    are told instead; the longest phrase first, and nothing replaced twice."""
+    """`text` with each word or phrase of `say_as` (whole words, any case; a phrase's words may have a
+    pause's comma between them, which goes with it) replaced by what the engines are told instead; the
+    longest phrase first, and nothing replaced twice."""
     if not say_as:
         return text
-    lower = {k.strip().lower(): v for k, v in say_as.items()}
+    lower = {" ".join(k.lower().split()): v for k, v in say_as.items()}
     keys = sorted(lower, key=len, reverse=True)
-    pattern = r"(?<![\w'])(" + "|".join(re.escape(k) for k in keys) + r")(?![\w'])"
-    return re.sub(pattern, lambda m: lower[m.group(1).lower()], text, flags=re.IGNORECASE)
+    phrases = "|".join(r",?\s+".join(re.escape(w) for w in k.split()) for k in keys)
+    pattern = r"(?<![\w'])(" + phrases + r")(?![\w'])"
+    return re.sub(pattern, lambda m: lower[" ".join(m.group(1).lower().replace(",", " ").split())], text, flags=re.IGNORECASE)
 
 
 def check_say_as(settings: DataSettings) -> None:
