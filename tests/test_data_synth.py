@@ -13,7 +13,16 @@ from conftest import ESPEAK_ONLY, REPO, enumerate_sentences
 from seqx.data.manifest import CLIPPED_SUFFIX, TIGHT_SUFFIX, read_manifest
 from seqx.data.noise import NOISE_KINDS, draw_noise, mix_at_snr
 from seqx.data.stage import _key, run_data_stage
-from seqx.data.synth import OOG_SUFFIX, plan_corpus, render, said_as, with_pauses, with_say_as
+from seqx.data.synth import (
+    OOG_SUFFIX,
+    check_say_as,
+    corpus_grammar,
+    plan_corpus,
+    render,
+    said_as,
+    with_pauses,
+    with_say_as,
+)
 from seqx.data.voices import all_voices, distinct_voices
 from seqx.errors import SeqxError
 from seqx.featurize.span import speech_span
@@ -133,7 +142,7 @@ def test_say_as_tells_the_engines_another_spelling_and_keeps_the_transcript() ->
     assert said_as("open the file, manager", {"file manager": "file-manager"}) == "open the file-manager"  # a pause
     typo = on.model_copy(update={"synth": on.synth.model_copy(update={"say_as": {"clsoe": "cloze"}})})
     with pytest.raises(SeqxError, match="data.synth.say_as: 'clsoe' is not said by the grammar"):
-        with_say_as(plans, typo)
+        check_say_as(typo, corpus_grammar(typo))
     with pytest.raises(RecipeError, match="data.synth.say_as"):
         load_recipe(REPO / "recipes/commands.yaml", ["data.synth.say_as={close: ''}"])
     assert _key(recipe) != _key(load_recipe(REPO / "recipes/commands.yaml", ["data.synth.pause_share=0", *ESPEAK_ONLY,

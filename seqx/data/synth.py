@@ -410,19 +410,22 @@ def said_as(text: str, say_as: dict[str, str]) -> str:
     longest phrase first, and nothing replaced twice."""
     if not say_as:
         return text
-    lower = {" ".join(k.lower().split()): v for k, v in say_as.items()}
-    keys = sorted(lower, key=len, reverse=True)
-    phrases = "|".join(r",?\s+".join(re.escape(w) for w in k.split()) for k in keys)
+
+    def words(phrase: str) -> str:
+        return " ".join(phrase.lower().replace(",", " ").split())
+
+    told = {words(k): v for k, v in say_as.items()}
+    phrases = "|".join(r",?\s+".join(re.escape(w) for w in k.split()) for k in sorted(told, key=len, reverse=True))
     pattern = r"(?<![\w'])(" + phrases + r")(?![\w'])"
-    return re.sub(pattern, lambda m: lower[" ".join(m.group(1).lower().replace(",", " ").split())], text, flags=re.IGNORECASE)
+    return re.sub(pattern, lambda m: told[words(m.group(1))], text, flags=re.IGNORECASE)
 
 
-def check_say_as(settings: DataSettings) -> None:
+def check_say_as(settings: DataSettings, grammar: Grammar) -> None:
     """A `data.synth.say_as` word the grammar never says is a typo the recipe would otherwise carry
     silently: an error, before the engines are probed."""
     if not settings.synth.say_as:
         return
-    words = set(corpus_grammar(settings).vocabulary())
+    words = set(grammar.vocabulary())
     for key in settings.synth.say_as:
         missing = [w for w in key.lower().split() if w not in words]
         if missing:
@@ -430,11 +433,11 @@ def check_say_as(settings: DataSettings) -> None:
 
 
 def with_say_as(plans: list[Plan], settings: DataSettings) -> list[Plan]:
-    """Every plan whose words `data.synth.say_as` names is said as it says (`spoken`), its transcript kept."""
+    """Every plan whose words `data.synth.say_as` names is said as it says (`spoken`), its transcript
+    kept (`check_say_as` has checked the words)."""
     say_as = settings.synth.say_as
     if not say_as:
         return plans
-    check_say_as(settings)
     out = []
     for plan in plans:
         said = said_as(plan.says, say_as)
@@ -605,11 +608,12 @@ def corpus_plans(
     The engines are probed here, since which voices sound alike decides the speaker split;
     a benchmark that needs to know how an utterance was made asks this instead of re-planning.
     """
-    check_say_as(settings)
+    grammar = corpus_grammar(settings)
+    check_say_as(settings, grammar)
     voices = all_voices(settings.synth)
     check_engines(voices)
     voices, dropped = distinct_voices(voices, workers)
-    plans, heldout = plan_corpus(settings, voices)
+    plans, heldout = plan_corpus(settings, voices, grammar)
     plans = with_augmentation(with_piper_scales(plans, settings.synth), settings)
     return with_say_as(with_pauses(plans, settings), settings), heldout, voices, dropped
 
