@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from conftest import REPO
 from typer.testing import CliRunner
 
 from seqx.cli.app import COMMAND_MODULES, app
-from seqx.data import augment, engines
+from seqx.data import augment, engines, verbs
 from seqx.data.manifest import CLIPPED_SUFFIX, read_manifest
 from seqx.data.stage import run_data_stage
 from seqx.data.synth import (
@@ -93,7 +94,50 @@ def test_the_letter_a_is_told_to_every_engine_as_its_name_and_the_article_is_lef
     assert engines.letter_names("b a d") == "b eigh d"
     assert engines.letter_names("set a timer for five minutes") == "set a timer for five minutes"
     assert engines.letter_names("set a timer for a") == "set a timer for eigh"
-    assert engines.text_changes(["plan", "a"]) and not engines.text_changes(["set", "timer"])  # the corpus key's marker
+    assert engines.text_changes(["plan", "a"]) == engines.TOLD_LETTERS  # the corpus key's marker
+    assert not engines.text_changes(["set", "timer"])
+
+
+def test_a_verb_is_told_as_a_verb_where_a_commands_verb_stands_and_nowhere_else() -> None:
+    cloze = verbs.spelled_verb
+    assert verbs.told_as_verbs("close the terminal", cloze) == "cloze the terminal"
+    assert verbs.told_as_verbs("please close the blinds", cloze) == "please cloze the blinds"
+    assert verbs.told_as_verbs("open, and close, the door", cloze) == "open, and cloze, the door"
+    assert verbs.told_as_verbs("please, close the door", cloze) == "please, cloze the door"  # a pause's comma
+    assert verbs.told_as_verbs("Close the door", cloze) == "cloze the door"
+    for left in ("move close to the wall", "the door is close", "play the record", "closed the door", "enclose it"):
+        assert verbs.told_as_verbs(left, cloze) == left
+    assert [w.group() for w in verbs.verb_spans("record a video then use the light")] == ["record", "use"]
+    assert verbs.told_as_verbs("record a video", cloze) == "record a video"  # text engines read it as the verb
+    assert engines.text_changes(["close", "the", "a"]) == engines.TOLD_VERBS > engines.TOLD_LETTERS
+
+
+@pytest.mark.parametrize(("name", "command"), [("espeak-ng", "close the box"), ("piper", "close the box"),
+                                               ("festival", "close terminal"), ("hibari", "please close terminal")])
+def test_engines_that_say_a_commands_close_as_the_adjective_say_the_verb(name: str, command: str) -> None:
+    """Where a command's verb stands these engines say "close" /kloʊs/ (espeak-ng and piper "close the box",
+    festival "close terminal", hibari "please close terminal"), people /kloʊz/: told, they say it as they
+    say "cloze", to the sample."""
+    _need(name)
+    voice, how, eng = ONE_VOICE_EACH[name], engines.Delivery(noise_scale=0.0, noise_w=0.0), engines.engine(name)
+    said = engines.speak(command, voice, how)[0]
+    assert np.array_equal(said, eng.speak(command.replace("close", "cloze"), voice, how)[0])
+    assert not np.array_equal(said, eng.speak(command, voice, how)[0])
+
+
+@pytest.mark.parametrize("name", ["espeak-ng", "piper"])
+def test_espeak_ng_and_piper_are_told_a_verbs_phonemes_as_espeak_ng_reads_it_after_to(name: str) -> None:
+    """"record a video" started with the noun (espeak-ng: r'Ek3d); told, the verb's phonemes (rI#k'o@d),
+    in piper's IPA for piper."""
+    _need(name)
+    voice = ONE_VOICE_EACH[name]
+    told = engines.told("record a video, then use the light", voice)
+    record, use = re.findall(r"\[\[(.+?)\]\]", told)
+    assert told == f"[[{record}]] a video, then [[{use}]] the light"
+    assert (record, use) == (("rI#k'o@d", "j'u:z") if name == "espeak-ng" else ("ɹᵻkˈɔːɹd", "jˈuːz"))
+    how = engines.Delivery(noise_scale=0.0, noise_w=0.0)
+    assert not np.array_equal(engines.speak("record a video", voice, how)[0],
+                              engines.engine(name).speak("record a video", voice, how)[0])
 
 
 @pytest.mark.parametrize("name", ["festival", "hibari"])

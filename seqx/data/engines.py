@@ -41,6 +41,7 @@ from typing import ClassVar
 import numpy as np
 import soundfile as sf
 
+from seqx.data import verbs
 from seqx.errors import SeqxError
 from seqx.recipe import Voice
 
@@ -92,6 +93,10 @@ class EspeakNg:
         name = voice.language + (f"+{voice.variant}" if voice.variant else "")
         cmd = ["espeak-ng", "-v", name, "-s", str(how.rate), "-p", str(how.pitch), "-a", str(how.amplitude)]
         return _read_wav(_run([*cmd, "--stdout", text]).stdout)
+
+    def verb(self, word: str, voice: Voice) -> str | None:
+        """A verb of verbs.IMPERATIVES as espeak-ng reads it after "to", in this accent's phonemes."""
+        return verbs.espeak_verb(word, voice.language)
 
 
 class Flite:
@@ -242,6 +247,7 @@ class PiperModel:
     package: str  # the distribution that ships it
     speakers: dict[str, int]
     sample_rate: int
+    espeak_voice: str = "en-us"  # the espeak-ng voice piper reads its text with
 
 
 class _KeptProcess:
@@ -404,6 +410,14 @@ class Piper:
         path.unlink()
         return samples * (how.amplitude / 100.0), rate_hz
 
+    def verb(self, word: str, voice: Voice) -> str | None:
+        """A verb of verbs.IMPERATIVES as piper's espeak-ng reads it after "to", in IPA (`[[...]]` is
+        phonemes to piper too), read with piper's own espeak-ng data so that each is a phoneme of its voice."""
+        model = piper_models().get(voice.language)
+        if model is None:
+            return None  # speak says which voice is missing
+        return verbs.espeak_verb(word, model.espeak_voice, piper_espeak_data(), ipa=True)
+
     def _start(self, args: list[str], stream: int | None = None) -> _KeptProcess:
         """`piper -d DIR` reads a text a line and logs "Wrote DIR/N.wav" on stderr for each."""
         workdir = _scratch_dir()
@@ -437,6 +451,17 @@ def _piper_env(stream: int | None) -> dict[str, str]:
 
 
 @functools.cache
+def piper_espeak_data() -> str | None:
+    """The folder that holds piper-tts's own espeak-ng-data (espeak-ng's --path), found from its package
+    metadata without importing it; None (the system's data) where it has none."""
+    try:
+        data = Path(metadata.distribution("piper-tts").locate_file("piper/espeak-ng-data"))
+    except metadata.PackageNotFoundError:
+        return None
+    return str(data.parent) if data.is_dir() else None
+
+
+@functools.cache
 def piper_models() -> dict[str, PiperModel]:
     """Installed Piper voices: every `X.onnx` with an `X.onnx.json` beside it in an installed package.
 
@@ -465,6 +490,7 @@ def piper_models() -> dict[str, PiperModel]:
                     package=dist.metadata["Name"],
                     speakers=dict(config.get("speaker_id_map") or {}),
                     sample_rate=int(config.get("audio", {}).get("sample_rate", 22050)),
+                    espeak_voice=str((config.get("espeak") or {}).get("voice", "en-us")),
                 ),
             )
     return dict(sorted(found.items()))
@@ -634,15 +660,29 @@ def letter_names(text: str) -> str:
     return "".join(out) + text[end:]
 
 
-def text_changes(words: list[str]) -> bool:
-    """Whether the engines are told one of these words otherwise than written (a corpus that says them,
-    made before `letter_names`, says them otherwise)."""
-    return any(letter_names(w) != w for w in words)
+TOLD_LETTERS, TOLD_VERBS = 2, 3  # the corpus key's engine_text: what engines are told since when
+
+
+def text_changes(words: list[str]) -> int:
+    """Since when the engines are told one of these words otherwise than written, 0 if never: a corpus
+    that says them, made before, says them otherwise. TOLD_VERBS (2026-12-01, verbs.told_as_verbs) where
+    one is a verb of verbs.IMPERATIVES (a grammar's strings out of it may start with it), else
+    TOLD_LETTERS where one is the letter "a" (letter_names, the same day)."""
+    if verbs.IMPERATIVES.intersection(w.lower() for w in words):
+        return TOLD_VERBS
+    return TOLD_LETTERS if any(letter_names(w) != w for w in words) else 0
+
+
+def told(text: str, voice: Voice) -> str:
+    """What `voice`'s engine is told to say `text`: the letter A by its name, a command's verb as a verb."""
+    eng = engine(voice.engine)
+    verb = getattr(eng, "verb", None)
+    return verbs.told_as_verbs(letter_names(text), (lambda w: verb(w, voice)) if verb else verbs.spelled_verb)
 
 
 def speak(text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
     """`text` said by `voice`: mono float32 samples and their rate."""
-    return engine(voice.engine).speak(letter_names(text), voice, how)
+    return engine(voice.engine).speak(told(text, voice), voice, how)
 
 
 def speak_alone(text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
@@ -650,7 +690,7 @@ def speak_alone(text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int
     process of their own (`speak_once`), since a text said by a kept one mid-job changes what it says
     next (synth.render_groups); the stateless engines say it as `speak` does."""
     eng = engine(voice.engine)
-    return getattr(eng, "speak_once", eng.speak)(letter_names(text), voice, how)
+    return getattr(eng, "speak_once", eng.speak)(told(text, voice), voice, how)
 
 
 def voice_name(voice: Voice) -> str:

@@ -80,8 +80,11 @@ def _key(recipe: Recipe) -> str:
         del settings["synth"]["pause_share"], settings["synth"]["pause_gaps"]  # the same
     if not settings["synth"]["say_as"]:
         del settings["synth"]["say_as"]  # the same
-    if synthesized and (other_share or engines.text_changes(_grammar_words(recipe, grammar))):
-        settings["synth"]["engine_text"] = 2  # the letter "a" told as its name since 2026-12-01 (engines.letter_names)
+    # the letter "a" told as its name, then a command's verb as a verb, since 2026-12-01 (engines.told);
+    # everyday English holds "close" and "use"
+    told_since = engines.TOLD_VERBS if other_share else engines.text_changes(_grammar_words(recipe, grammar))
+    if synthesized and told_since:
+        settings["synth"]["engine_text"] = told_since
     return fingerprint(STAGE_VERSION, settings, inputs)
 
 
