@@ -274,7 +274,8 @@ class SynthSettings(_Section):
     # commands (ONE_WORD_COMMANDS_SHARE), else 0
     oog_other_share: Annotated[float, Field(ge=0.0, le=1.0)] | Literal["auto"] = 0.0
     # what the engines are told for a word or phrase of the grammar they say otherwise than people do,
-    # e.g. {close: cloze}: espeak-ng (so piper) and festival say the verb "close" as the adjective, /s/.
+    # e.g. {nextcloud: next cloud}, a name as it sounds ("close" and the other verbs engines read as nouns
+    # at a command's start are told as verbs without it: seqx/data/verbs.py).
     # Every split and engine hears it; the transcript is unchanged. Empty: each engine's own reading
     say_as: dict[str, str] = Field(default_factory=dict)
     valid_voices: int = Field(4, ge=1)  # voices reserved for valid (never in train)
