@@ -122,20 +122,20 @@ def test_pauses_change_what_train_voices_say_and_nothing_else() -> None:
 
 
 def test_say_as_tells_the_engines_another_spelling_and_keeps_the_transcript() -> None:
-    """espeak-ng says the verb "close" as the adjective; `say_as: {close: cloze}` has every plan that says
-    it said "cloze" (a real engine hears the difference), transcripts and every other plan unchanged."""
+    """`say_as: {terminal: terminus, ...}` has every plan that says the word say the spelling (a real
+    engine hears the difference), transcripts and every other plan unchanged."""
     recipe = load_recipe(REPO / "recipes/commands.yaml", ["data.size=600", "data.synth.pause_share=0", *ESPEAK_ONLY])
     plans, _ = plan_corpus(recipe.data)
     assert with_say_as(plans, recipe.data) == plans
-    fix = {"close": "cloze", "file manager": "file-manager"}
+    fix = {"terminal": "terminus", "file manager": "file-manager"}
     on = recipe.data.model_copy(update={"synth": recipe.data.synth.model_copy(update={"say_as": fix})})
     said = with_say_as(plans, on)
     changed = [(a, b) for a, b in zip(plans, said, strict=True) if a != b]
     assert changed and all(a.text == b.text and b == replace(a, spoken=b.spoken) for a, b in changed)
-    names = [p for p in plans if "close" in p.says.split() or "file manager" in p.says]
+    names = [p for p in plans if "terminal" in p.says.split() or "file manager" in p.says]
     assert {a.id for a, _ in changed} == {p.id for p in names}  # "manager file" out of the grammar is left
-    assert all("cloze" in b.spoken or "file-manager" in b.spoken for _, b in changed)
-    before, after = next((a, b) for a, b in changed if a.says.startswith("close") and a.split == "train")
+    assert all("terminus" in b.spoken or "file-manager" in b.spoken for _, b in changed)
+    before, after = next((a, b) for a, b in changed if "terminal" in a.says and a.split == "train")
     assert not np.array_equal(*(render(replace(p, snr_db=None), 16000) for p in (before, after)))
     assert said_as("Close, the mail. enclosed", {"close": "cloze"}) == "cloze, the mail. enclosed"
     assert said_as("a b", {"a": "b", "b": "c"}) == "b c"  # nothing replaced twice

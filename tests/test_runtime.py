@@ -78,7 +78,10 @@ def _same_results(onnx_results: list, torch_results: list, what: object) -> None
         # the intent/slot heads' vote, where the model has heads (tests/test_slot_heads.py)
         slot_a, slot_b = [h.get("slot_score") for h in a.nbest], [h.get("slot_score") for h in b.nbest]
         assert [x is None for x in slot_a] == [y is None for y in slot_b], (what, a.path)
-        assert [x for x in slot_a if x is not None] == pytest.approx([y for y in slot_b if y is not None], abs=1e-4)
+        # within 1e-4, or 1e-4 of a large vote: an unlikely slot value's log-probability is the far tail of
+        # a softmax, where onnxruntime's and torch's kernels part sooner (-12.00211 against -12.00229)
+        want = pytest.approx([y for y in slot_b if y is not None], abs=1e-4, rel=1e-4)
+        assert [x for x in slot_a if x is not None] == want
         assert a.score == pytest.approx(b.score, abs=1e-4)
         for key in ("ctc_gap", "free_gap", "command_lead"):
             x, y = getattr(a, key), getattr(b, key)
@@ -497,8 +500,12 @@ def test_negatives_are_not_understood_by_either(trained: tuple[Recipe, Bundle, P
             assert r.ctc_gap <= margin, verdicts
         else:
             assert r.reason in ("rejected", "low confidence"), verdicts
+    # (the checks run in order: one the margin turned away stays "rejected", one it let through is now
+    # turned away by the floor)
     floor = settings_for(exported, min_confidence=1.0)
-    assert [r.reason for r in runtime_transcribe(exported, paths[1:], floor)] == ["low confidence"] * 2
+    floored = runtime_transcribe(exported, paths[1:], floor)
+    assert not any(r.understood for r in floored), verdicts
+    assert [r.reason for r in floored] == [r.reason if not r.understood else "low confidence" for r in onnx_results[1:]]
 
 
 def test_the_forgiving_gap_is_decided_alike(trained: tuple[Recipe, Bundle, Path]) -> None:
