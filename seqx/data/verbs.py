@@ -23,11 +23,11 @@ from collections.abc import Callable
 # verbs of commands whose initial reading by espeak-ng is another word: a segment ("close", "use",
 # "separate", "estimate") or the stress (the rest); words whose noun starts commands too
 # ("transport", "content", "object") are left as espeak-ng reads them
-IMPERATIVES = frozenset(
-    "close use record present project increase update upgrade insert export extract transfer permit "
-    "separate estimate recall escort construct".split()
-)
-_BEFORE_VERB = frozenset("please and then or now just also".split())
+IMPERATIVES = frozenset({
+    "close", "use", "record", "present", "project", "increase", "update", "upgrade", "insert", "export", "extract",
+    "transfer", "permit", "separate", "estimate", "recall", "escort", "construct",
+})  # fmt: skip
+_BEFORE_VERB = frozenset({"please", "and", "then", "or", "now", "just", "also"})
 SPELLED = {"close": "cloze"}  # read as the verb by festival, flite, hibari and espeak-ng alike
 _WORD = re.compile(r"[A-Za-z']+")
 
