@@ -599,3 +599,10 @@ def test_a_multi_speaker_piper_voice_is_one_voice_per_speaker(
         ]
     finally:
         engines.piper_models.cache_clear()
+
+
+def test_a_verb_espeak_ng_cannot_tell_is_said_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without espeak-ng to tell the phonemes (piper installed from pip alone) the engine gets the word as
+    written: it says the command as it did before, rather than failing on it."""
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert verbs.espeak_verb("close", "en-us", "/no-espeak-here", ipa=True) == "close"

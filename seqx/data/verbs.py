@@ -65,9 +65,15 @@ def spelled_verb(word: str) -> str | None:
 def espeak_verb(word: str, language: str, data_dir: str | None = None, ipa: bool = False) -> str:
     """`word` as espeak-ng reads it after "to", as phonemes in `[[...]]`: its own mnemonics for espeak-ng,
     IPA for piper (`ipa`, read with piper's espeak-ng data, `data_dir`, so that every phoneme is one its
-    voice knows). Cached: one espeak-ng run per word and accent for a worker's life."""
+    voice knows). Cached: one espeak-ng run per word and accent for a worker's life. Where espeak-ng cannot
+    tell (piper installed without Debian's espeak-ng, data it cannot read) the word as written: the engine
+    then reads it as it always did, rather than failing every command that holds it."""
     cmd = ["espeak-ng", "-q", "--ipa" if ipa else "-x", "-v", language]
     if data_dir is not None:
         cmd.append(f"--path={data_dir}")
-    said = subprocess.run([*cmd, f"to {word}"], check=True, capture_output=True, text=True, timeout=30).stdout.split()
-    return f"[[{' '.join(said[1:])}]]" if len(said) > 1 else word
+    try:
+        said = subprocess.run([*cmd, f"to {word}"], check=True, capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return word
+    phonemes = said.split()[1:]
+    return f"[[{' '.join(phonemes)}]]" if phonemes else word
