@@ -4,7 +4,7 @@ Usage:
     python bench/human.py [--sets cards,goforward,alsa,digits,asterisk-numbers,asterisk-dates,asterisk-phrases,
                           ktuberling,warzone,letters,klettres-words] [--kind speech_embedding|fbank|...]
                           [--epochs N] [--size N] [--exp-dir /tmp/seqx-human] [--set KEY=VALUE]
-                          [--slot-weights W,...] [--json]
+                          [--slot-weights W,...] [--restart] [--json]
 
 For each set a recipe is built from recipes/commands.yaml (the cpu profile's model size on a
 CPU) with the set's grammar (Debian's JSGF file itself where it ships one), a corpus is synthesized
@@ -533,7 +533,9 @@ def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:
 
     start = time.perf_counter()
     if not args.skip_train:
-        run_train_stage(recipe)  # a grammar of a dozen words gets the largest vocabulary it supports
+        # a grammar of a dozen words gets the largest vocabulary it supports; --restart: train settings other
+        # than the experiment's last run (a new seed) start over, as `seqx train --restart` does
+        run_train_stage(recipe, restart=args.restart)
     result.train_seconds = time.perf_counter() - start
     if args.recalibrate:  # the bundle's rejection thresholds chosen again, by the code as it is now
         grammar = load_grammar(recipe)
@@ -599,6 +601,8 @@ def main() -> None:
     parser.add_argument("--exp-dir", type=Path, default=Path("/tmp/seqx-human"))
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="recipe override")
     parser.add_argument("--skip-train", action="store_true", help="decode with the bundles already trained")
+    parser.add_argument("--restart", action="store_true", help="train every set's model anew: another train setting "
+                        "(--set train.seed=1) in an --exp-dir trained before, whose corpus and features are reused")
     parser.add_argument("--slot-weights", default="", help="decode.slot_weight values of the heads runs (a model "
                         "trained with train.slot_weight > 0), e.g. 0.3,1; default: the bundle's, else 1")
     parser.add_argument("--recalibrate", action="store_true", help="choose the bundles' rejection thresholds again "

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 import soundfile as sf
 
+from seqx.errors import SeqxError
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 human = pytest.importorskip("human")
@@ -159,7 +161,7 @@ def test_a_set_trained_and_decoded_by_every_system(tmp_path: Path) -> None:
     args = argparse.Namespace(
         recipe=human.DEFAULT_RECIPE, set=[*TINY_BASE, "data.size=40", "train.epochs=2"], kind="speech_embedding",
         exp_dir=tmp_path, size=0, epochs=0, skip_train=False, recalibrate=False, all_people=False, slot_weights="",
-        skip_pocketsphinx=True,
+        skip_pocketsphinx=True, restart=False,
     )
     first = human.run_set(hs, args)
     grammar = hs.load_grammar()
@@ -174,3 +176,9 @@ def test_a_set_trained_and_decoded_by_every_system(tmp_path: Path) -> None:
         assert people > 100 and 0 <= answered <= people and 0.0 <= first.oog_false_accepts[label] <= 1.0
     again = human.run_set(hs, argparse.Namespace(**{**vars(args), "skip_train": True}))
     assert again.files == first.files and again.train_seconds < first.train_seconds
+    # another training seed in the same experiment: refused as `seqx train` refuses it, trained with --restart
+    seeded = [*args.set, "train.seed=1"]
+    with pytest.raises(SeqxError, match="--restart"):
+        human.run_set(hs, argparse.Namespace(**{**vars(args), "set": seeded}))
+    reseeded = human.run_set(hs, argparse.Namespace(**{**vars(args), "set": seeded, "restart": True}))
+    assert len(reseeded.files) == len(first.files)
