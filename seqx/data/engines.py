@@ -638,7 +638,6 @@ def engine(name: str) -> EspeakNg | Flite | Festival | Piper | Hibari | Pico:
 
 
 LETTER_A = "eigh"  # said /eɪ/ by espeak-ng, flite, festival and hibari alike
-_WORD = re.compile(r"[A-Za-z']+")
 
 
 def letter_names(text: str) -> str:
@@ -647,17 +646,16 @@ def letter_names(text: str) -> str:
     ("a b c"). festival and hibari read a lone "a" as the article, /ə/, so a letters model heard the letter
     A said two ways, half of them not a person's (KLettres' two people's A heard as "h" and "i"). The
     article ("set a timer") is left as it is; the transcript never changes, only what the engine is told."""
-    words = list(_WORD.finditer(text))
-    out, end = [], 0
+    words = list(verbs.WORD.finditer(text))
+    letters = []
     for i, word in enumerate(words):
         if word.group().lower() != "a":
             continue
         before = words[i - 1].group() if i else ""
         after = words[i + 1].group() if i + 1 < len(words) else None
         if after is None or len(after) == 1 or (len(before) == 1 and before.lower() != "a"):
-            out += [text[end:word.start()], LETTER_A]
-            end = word.end()
-    return "".join(out) + text[end:]
+            letters.append((word, LETTER_A))
+    return verbs.spliced(text, letters)
 
 
 TOLD_LETTERS, TOLD_VERBS = 2, 3  # the corpus key's engine_text: what engines are told since when

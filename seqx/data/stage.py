@@ -82,9 +82,10 @@ def _key(recipe: Recipe) -> str:
         del settings["synth"]["say_as"]  # the same
     # the letter "a" told as its name, then a command's verb as a verb, since 2026-12-01 (engines.told);
     # everyday English holds "close" and "use"
-    told_since = engines.TOLD_VERBS if other_share else engines.text_changes(_grammar_words(recipe, grammar))
-    if synthesized and told_since:
-        settings["synth"]["engine_text"] = told_since
+    if synthesized:
+        told_since = engines.TOLD_VERBS if other_share else engines.text_changes(_grammar_words(recipe, grammar))
+        if told_since:
+            settings["synth"]["engine_text"] = told_since
     return fingerprint(STAGE_VERSION, settings, inputs)
 
 

@@ -29,13 +29,22 @@ IMPERATIVES = frozenset({
 })  # fmt: skip
 _BEFORE_VERB = frozenset({"please", "and", "then", "or", "now", "just", "also"})
 SPELLED = {"close": "cloze"}  # read as the verb by festival, flite, hibari and espeak-ng alike
-_WORD = re.compile(r"[A-Za-z']+")
+WORD = re.compile(r"[A-Za-z']+")  # a word of a text told to the engines (engines.letter_names uses it too)
+
+
+def spliced(text: str, told: list[tuple[re.Match[str], str]]) -> str:
+    """`text` with each matched word (in order) replaced by what the engine is told for it."""
+    out, end = [], 0
+    for word, said in told:
+        out += [text[end : word.start()], said]
+        end = word.end()
+    return "".join(out) + text[end:]
 
 
 def verb_spans(text: str) -> list[re.Match[str]]:
     """The words of `text` in IMPERATIVES that stand where a command's verb stands."""
     spans = []
-    words = list(_WORD.finditer(text))
+    words = list(WORD.finditer(text))
     for i, word in enumerate(words):
         if word.group().lower() not in IMPERATIVES:
             continue
@@ -47,13 +56,8 @@ def verb_spans(text: str) -> list[re.Match[str]]:
 
 def told_as_verbs(text: str, form: Callable[[str], str | None]) -> str:
     """`text` with each verb of `verb_spans` replaced by `form(word)` (None: left as written)."""
-    out, end = [], 0
-    for word in verb_spans(text):
-        told = form(word.group().lower())
-        if told is not None:
-            out += [text[end : word.start()], told]
-            end = word.end()
-    return "".join(out) + text[end:]
+    told = [(word, form(word.group().lower())) for word in verb_spans(text)]
+    return spliced(text, [(word, said) for word, said in told if said is not None])
 
 
 def spelled_verb(word: str) -> str | None:
