@@ -1,13 +1,14 @@
-"""Checkpoints: atomic writes, averaging of known state dicts, the schedule as a pure function."""
+"""Checkpoints: atomic writes, averaging of known state dicts (and the greedy soup), the schedule as a pure function."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
+import pytest
 import torch
 
-from seqx.train.checkpoint import average_checkpoints, load_checkpoint, save_checkpoint
+from seqx.train.checkpoint import average_checkpoints, greedy_soup, load_checkpoint, read_models, save_checkpoint
 from seqx.train.schedule import learning_rate
 
 
@@ -38,6 +39,26 @@ def test_averaging_a_real_model_keeps_it_loadable(tmp_path: Path) -> None:
     name = next(k for k, v in avg.items() if v.is_floating_point() and v.dim() == 2)
     expected = (models[0].state_dict()[name] + models[1].state_dict()[name]) / 2
     assert torch.allclose(target.state_dict()[name], expected)
+
+
+def test_greedy_soup_keeps_only_the_checkpoints_whose_mean_does_not_get_worse(tmp_path: Path) -> None:
+    # ranked best first; the "valid error" of weights w is how far w is from 1.1
+    for name, w in [("best", 1.0), ("second", 1.2), ("far", 5.0), ("tie", 1.1)]:
+        save_checkpoint(tmp_path / f"{name}.pt", {"model": {"w": torch.tensor([w], dtype=torch.float64)}})
+    ranked = read_models([tmp_path / f"{n}.pt" for n in ("best", "second", "far", "tie")])
+    scored: list[float] = []
+
+    def error(weights: dict[str, torch.Tensor]) -> float:
+        scored.append(float(weights["w"]))
+        return abs(float(weights["w"]) - 1.1)
+
+    paths, weights, err = greedy_soup(ranked, error)
+    # best alone 0.1; + second: mean 1.1, error 0 (kept); + far: mean 2.4 (left out); + tie: mean 1.1, same error (kept)
+    assert [p.stem for p in paths] == ["best", "second", "tie"]
+    assert torch.allclose(weights["w"], torch.tensor([1.1], dtype=torch.float64)) and err < 1e-12
+    assert scored == pytest.approx([1.0, 1.1, 2.4, 1.1])
+    # the plain mean of all four would be worse than the best checkpoint alone
+    assert abs(float(average_checkpoints([p for p, _ in ranked])["w"]) - 1.1) > 0.1
 
 
 def test_save_is_atomic_and_leaves_no_temporary_files(tmp_path: Path) -> None:

@@ -37,7 +37,7 @@ from seqx.report import Reporter
 from seqx.tokenize.tokenizer import Tokenizer
 from seqx.torch_threads import ThreadGovernor
 from seqx.train.batching import LengthBucketSampler
-from seqx.train.checkpoint import LAST, CheckpointKeeper, average_checkpoints
+from seqx.train.checkpoint import LAST, CheckpointKeeper, greedy_soup, read_models
 from seqx.train.dataset import Batch, Collate, UtteranceDataset
 from seqx.train.distributed import DistInfo
 from seqx.train.log import LOG, TrainLog
@@ -58,7 +58,7 @@ class TrainReport:
     steps: int = 0  # optimizer steps
     best_valid_wer: float | None = None  # greedy, on at most train.valid_max_utts valid utterances
     best_epoch: int | None = None
-    bundle_valid_wer: float | None = None  # the averaged model in the bundle, same utterances
+    bundle_valid_wer: float | None = None  # the bundle's (averaged) model, same utterances
     skipped_batches: int = 0  # non-finite losses (or gradients) skipped
     stopped_early: bool = False
     resumed_from_step: int | None = None
@@ -67,6 +67,7 @@ class TrainReport:
     fewest_threads: int = 0  # the fewest the trainer gave way to while another program was busy (seqx.torch_threads)
     fewer_threads_seconds: float = 0.0  # training time spent with fewer
     averaged: list[str] = field(default_factory=list)  # checkpoints averaged into the bundle
+    left_out: list[str] = field(default_factory=list)  # best checkpoints whose joining raised valid WER (greedy_soup)
 
 
 def mark_sizes_dynamic(feats: torch.Tensor, feat_lens: torch.Tensor, tokens_in: torch.Tensor, target_lens: torch.Tensor) -> None:
@@ -362,12 +363,22 @@ class Trainer:
             "sampler": sampler,
         }
 
-    def averaged_model(self) -> Seq2SeqTransformer:
-        """The model with the best checkpoints' weights averaged (rank 0)."""
-        paths = [p for p in self.best_paths() if p.is_file()]
+    def bundle_model(self) -> tuple[Seq2SeqTransformer, list[Path], float]:
+        """The model for the bundle (rank 0): the best checkpoints averaged as far as valid WER allows
+        (`greedy_soup`), with the checkpoints it holds and its valid WER."""
         model = Seq2SeqTransformer(self.dims).to(self.device)
-        model.load_state_dict(average_checkpoints(paths, skip=self.reporter.warn) if paths else self.model.state_dict())
-        return model.eval()
+        paths = [p for p in self.best_paths() if p.is_file()]
+        if not paths:  # no epoch ended (nothing to average): the weights as they are
+            model.load_state_dict(self.model.state_dict())
+            return model.eval(), [], self.validate(model.eval()).wer
+
+        def valid_wer(weights: dict[str, torch.Tensor]) -> float:
+            model.load_state_dict(weights)
+            return self.validate(model.eval()).wer
+
+        kept, weights, wer = greedy_soup(read_models(paths, skip=self.reporter.warn), valid_wer)
+        model.load_state_dict(weights)
+        return model.eval(), kept, wer
 
     def close(self) -> None:
         self.log.close()
