@@ -363,22 +363,23 @@ class Trainer:
             "sampler": sampler,
         }
 
-    def bundle_model(self) -> tuple[Seq2SeqTransformer, list[Path], float]:
+    def bundle_model(self) -> tuple[Seq2SeqTransformer, list[Path], list[Path], float]:
         """The model for the bundle (rank 0): the best checkpoints averaged as far as valid WER allows
-        (`greedy_soup`), with the checkpoints it holds and its valid WER."""
+        (`greedy_soup`), with the checkpoints it holds, those left out, and its valid WER."""
         model = Seq2SeqTransformer(self.dims).to(self.device)
         paths = [p for p in self.best_paths() if p.is_file()]
         if not paths:  # no epoch ended (nothing to average): the weights as they are
             model.load_state_dict(self.model.state_dict())
-            return model.eval(), [], self.validate(model.eval()).wer
+            return model.eval(), [], [], self.validate(model.eval()).wer
 
         def valid_wer(weights: dict[str, torch.Tensor]) -> float:
             model.load_state_dict(weights)
             return self.validate(model.eval()).wer
 
-        kept, weights, wer = greedy_soup(read_models(paths, skip=self.reporter.warn), valid_wer)
+        ranked = read_models(paths, skip=self.reporter.warn)  # an unreadable one is said and skipped
+        kept, weights, wer = greedy_soup(ranked, valid_wer)
         model.load_state_dict(weights)
-        return model.eval(), kept, wer
+        return model.eval(), kept, [path for path, _ in ranked if path not in kept], wer
 
     def close(self) -> None:
         self.log.close()

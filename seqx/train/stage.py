@@ -235,9 +235,8 @@ def train_on_stores(
             best = min(state.epochs, key=lambda e: (e["wer"], e["loss"], -e["epoch"]))
             report.best_valid_wer, report.best_epoch = best["wer"], best["epoch"]
         if dist.is_main:
-            model, kept, report.bundle_valid_wer = trainer.bundle_model()
-            report.averaged = [p.name for p in kept]
-            report.left_out = [p.name for p in trainer.best_paths() if p.is_file() and p not in kept]
+            model, kept, left_out, report.bundle_valid_wer = trainer.bundle_model()
+            report.averaged, report.left_out = [p.name for p in kept], [p.name for p in left_out]
             decode = recipe.decode.model_copy(update=gap_span_settings(recipe))
             save_bundle(recipe.bundle_dir, model, recipe.features, recipe.data.sample_rate, cmvn, tokenizer, decode,
                         extra={"train": {"steps": state.step, "epochs": state.epoch, "averaged": report.averaged,
