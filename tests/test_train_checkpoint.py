@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from seqx.train.checkpoint import average_checkpoints, greedy_soup, load_checkpoint, read_models, save_checkpoint
+from seqx.train.checkpoint import (
+    average_checkpoints,
+    bundle_weights,
+    greedy_soup,
+    load_checkpoint,
+    read_models,
+    save_checkpoint,
+)
 from seqx.train.schedule import learning_rate
 
 
@@ -41,11 +48,15 @@ def test_averaging_a_real_model_keeps_it_loadable(tmp_path: Path) -> None:
     assert torch.allclose(target.state_dict()[name], expected)
 
 
+def _ranked(tmp_path: Path, weights: dict[str, float]) -> list[tuple[Path, dict[str, torch.Tensor]]]:
+    for name, w in weights.items():
+        save_checkpoint(tmp_path / f"{name}.pt", {"model": {"w": torch.tensor([w], dtype=torch.float64)}})
+    return read_models([tmp_path / f"{name}.pt" for name in weights])
+
+
 def test_greedy_soup_keeps_only_the_checkpoints_whose_mean_does_not_get_worse(tmp_path: Path) -> None:
     # ranked best first; the "valid error" of weights w is how far w is from 1.1
-    for name, w in [("best", 1.0), ("second", 1.2), ("far", 5.0), ("tie", 1.1)]:
-        save_checkpoint(tmp_path / f"{name}.pt", {"model": {"w": torch.tensor([w], dtype=torch.float64)}})
-    ranked = read_models([tmp_path / f"{n}.pt" for n in ("best", "second", "far", "tie")])
+    ranked = _ranked(tmp_path, {"best": 1.0, "second": 1.2, "far": 5.0, "tie": 1.1})
     scored: list[float] = []
 
     def error(weights: dict[str, torch.Tensor]) -> float:
@@ -57,8 +68,23 @@ def test_greedy_soup_keeps_only_the_checkpoints_whose_mean_does_not_get_worse(tm
     assert [p.stem for p in paths] == ["best", "second", "tie"]
     assert torch.allclose(weights["w"], torch.tensor([1.1], dtype=torch.float64)) and err < 1e-12
     assert scored == pytest.approx([1.0, 1.1, 2.4, 1.1])
-    # the plain mean of all four would be worse than the best checkpoint alone
-    assert abs(float(average_checkpoints([p for p, _ in ranked])["w"]) - 1.1) > 0.1
+
+
+def test_the_bundle_is_the_mean_unless_it_validates_clearly_worse_than_the_best_alone(tmp_path: Path) -> None:
+    def error(weights: dict[str, torch.Tensor]) -> float:  # valid error as a function of the one weight
+        return abs(float(weights["w"]) - 1.0) / 10 + 0.1
+
+    # a long run: the mean (1.1 -> error 0.11) a little worse than the best alone (0.10): noise, the mean stays
+    close = _ranked(tmp_path / "close", {"e16": 1.0, "e18": 1.1, "e14": 1.2})
+    paths, weights, err = bundle_weights(close, error)
+    assert [p.stem for p in paths] == ["e16", "e18", "e14"] and err == pytest.approx(0.11)
+    assert torch.allclose(weights["w"], torch.tensor([1.1], dtype=torch.float64))
+    # a short run: the first epoch far off (mean 2.4 -> 0.24, over 1.25 x 0.1 + 0.005): the soup, without it
+    short = _ranked(tmp_path / "short", {"e4": 1.0, "e3": 1.2, "e1": 5.0})
+    paths, weights, err = bundle_weights(short, error)
+    assert [p.stem for p in paths] == ["e4"] and err == pytest.approx(0.1)
+    assert float(weights["w"]) == 1.0  # the checkpoint itself
+    assert err < error(average_checkpoints([p for p, _ in short]))  # what the plain mean would have been
 
 
 def test_save_is_atomic_and_leaves_no_temporary_files(tmp_path: Path) -> None:

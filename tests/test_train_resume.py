@@ -15,7 +15,7 @@ from test_train_corpus import PHRASES, one_thread, speak, tiny_recipe  # noqa: F
 
 from seqx.recipe import Recipe
 from seqx.report import Collect
-from seqx.train.checkpoint import load_checkpoint
+from seqx.train.checkpoint import MEAN_SLACK, MEAN_SLACK_ABS, load_checkpoint
 from seqx.train.stage import run_train_stage
 
 
@@ -81,9 +81,9 @@ def test_resumed_run_matches_uninterrupted_run_bitwise(tmp_path: Path) -> None:
     torch.use_deterministic_algorithms(False, warn_only=True)  # the caller's setting, put back after the run
     report = run_train_stage(straight, Collect())
     assert report.steps >= 6, "the corpus must give several batches per epoch for this test to mean anything"
-    # the bundle is never worse on valid than the best checkpoint (seqx.train.checkpoint.greedy_soup)
+    # the bundle is never clearly worse on valid than the best checkpoint (seqx.train.checkpoint.bundle_weights)
     assert report.bundle_valid_wer is not None and report.best_valid_wer is not None
-    assert report.bundle_valid_wer <= report.best_valid_wer, report
+    assert report.bundle_valid_wer <= report.best_valid_wer * (1 + MEAN_SLACK) + MEAN_SLACK_ABS, report
     assert not torch.are_deterministic_algorithms_enabled() and torch.is_deterministic_algorithms_warn_only_enabled()
     torch.use_deterministic_algorithms(False)
     _an_up_to_date_run_imports_no_compiler(straight)

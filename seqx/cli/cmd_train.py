@@ -56,7 +56,7 @@ def train(
         ("skipped non-finite batches", str(report.skipped_batches)),
         ("wall time", f"{report.wall_seconds:.0f} s"),
         ("averaged", ", ".join(report.averaged)),
-        *([("left out (valid WER rose)", ", ".join(report.left_out))] if report.left_out else []),
+        *([("left out (their mean validated worse)", ", ".join(report.left_out))] if report.left_out else []),
         ("bundle", report.bundle_dir),
     ]:
         table.add_row(name, value)

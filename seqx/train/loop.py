@@ -37,7 +37,7 @@ from seqx.report import Reporter
 from seqx.tokenize.tokenizer import Tokenizer
 from seqx.torch_threads import ThreadGovernor
 from seqx.train.batching import LengthBucketSampler
-from seqx.train.checkpoint import LAST, CheckpointKeeper, greedy_soup, read_models
+from seqx.train.checkpoint import LAST, CheckpointKeeper, bundle_weights, read_models
 from seqx.train.dataset import Batch, Collate, UtteranceDataset
 from seqx.train.distributed import DistInfo
 from seqx.train.log import LOG, TrainLog
@@ -67,7 +67,7 @@ class TrainReport:
     fewest_threads: int = 0  # the fewest the trainer gave way to while another program was busy (seqx.torch_threads)
     fewer_threads_seconds: float = 0.0  # training time spent with fewer
     averaged: list[str] = field(default_factory=list)  # checkpoints averaged into the bundle
-    left_out: list[str] = field(default_factory=list)  # best checkpoints whose joining raised valid WER (greedy_soup)
+    left_out: list[str] = field(default_factory=list)  # best checkpoints not in the bundle (checkpoint.bundle_weights)
 
 
 def mark_sizes_dynamic(feats: torch.Tensor, feat_lens: torch.Tensor, tokens_in: torch.Tensor, target_lens: torch.Tensor) -> None:
@@ -364,8 +364,9 @@ class Trainer:
         }
 
     def bundle_model(self) -> tuple[Seq2SeqTransformer, list[Path], list[Path], float]:
-        """The model for the bundle (rank 0): the best checkpoints averaged as far as valid WER allows
-        (`greedy_soup`), with the checkpoints it holds, those left out, and its valid WER."""
+        """The model for the bundle (rank 0): the best checkpoints averaged, unless their mean validates
+        clearly worse than the best alone (`bundle_weights`), with the checkpoints it holds, those left
+        out, and its valid WER."""
         model = Seq2SeqTransformer(self.dims).to(self.device)
         paths = [p for p in self.best_paths() if p.is_file()]
         if not paths:  # no epoch ended (nothing to average): the weights as they are
@@ -377,7 +378,7 @@ class Trainer:
             return self.validate(model.eval()).wer
 
         ranked = read_models(paths, skip=self.reporter.warn)  # an unreadable one is said and skipped
-        kept, weights, wer = greedy_soup(ranked, valid_wer)
+        kept, weights, wer = bundle_weights(ranked, valid_wer)
         model.load_state_dict(weights)
         return model.eval(), kept, [path for path, _ in ranked if path not in kept], wer
 
