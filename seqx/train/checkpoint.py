@@ -177,7 +177,8 @@ def bundle_weights(
     is noise. The smart home's 24 epochs: the best epoch alone (valid 11.4%) against the mean of the
     best three (12.4%) had the higher free WER on the unheard test voices (10.4 against 9.9%) and
     fewer commands right before the checks (87.2 against 89.2%); on four people's sets the two
-    ways were level (docs/benchmarks.md "The bundle as a greedy soup").
+    ways were level (docs/benchmarks.md "The bundle: the mean of the best checkpoints, unless it is
+    clearly worse").
     """
     best = [ranked[0][0]], ranked[0][1], error(ranked[0][1])
     if len(ranked) == 1:
