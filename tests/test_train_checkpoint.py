@@ -85,6 +85,15 @@ def test_the_bundle_is_the_mean_unless_it_validates_clearly_worse_than_the_best_
     assert [p.stem for p in paths] == ["e4"] and err == pytest.approx(0.1)
     assert float(weights["w"]) == 1.0  # the checkpoint itself
     assert err < error(average_checkpoints([p for p, _ in short]))  # what the plain mean would have been
+    # the best one's error as its epoch logged it is not computed again: one pass, for the mean
+    calls: list[float] = []
+
+    def counted(weights: dict[str, torch.Tensor]) -> float:
+        calls.append(float(weights["w"]))
+        return error(weights)
+
+    assert [p.stem for p in bundle_weights(close, counted, first_error=0.1)[0]] == ["e16", "e18", "e14"]
+    assert calls == pytest.approx([1.1])
 
 
 def test_save_is_atomic_and_leaves_no_temporary_files(tmp_path: Path) -> None:

@@ -164,11 +164,14 @@ MEAN_SLACK, MEAN_SLACK_ABS = 0.25, 0.005
 
 
 def bundle_weights(
-    ranked: list[tuple[Path, dict[str, torch.Tensor]]], error: Callable[[dict[str, torch.Tensor]], float]
+    ranked: list[tuple[Path, dict[str, torch.Tensor]]],
+    error: Callable[[dict[str, torch.Tensor]], float],
+    first_error: float | None = None,
 ) -> tuple[list[Path], dict[str, torch.Tensor], float]:
     """The bundle's weights from the best checkpoints (best first): their mean, unless it validates
-    clearly worse than the best alone, then the greedy soup. Returns the paths it holds, the weights
-    and their `error`.
+    clearly worse than the best alone, then the greedy soup. `first_error`: the best one's error when
+    known (the epoch's own validation), so it is not computed again. Returns the paths it holds, the
+    weights and their `error`.
 
     Why: averaging the best few checkpoints smooths a long run's last epochs, which are close, but a
     short run's are not, and the mean of a good and a bad model is worse than either: four epochs on
@@ -180,27 +183,26 @@ def bundle_weights(
     ways were level (docs/benchmarks.md "The bundle: the mean of the best checkpoints, unless it is
     clearly worse").
     """
-    best = [ranked[0][0]], ranked[0][1], error(ranked[0][1])
+    first = error(ranked[0][1]) if first_error is None else first_error
     if len(ranked) == 1:
-        return best
+        return [ranked[0][0]], ranked[0][1], first
     mean = mean_weights([state for _, state in ranked])
     score = error(mean)
-    if score <= best[2] * (1 + MEAN_SLACK) + MEAN_SLACK_ABS:
+    if score <= first * (1 + MEAN_SLACK) + MEAN_SLACK_ABS:
         return [path for path, _ in ranked], mean, score
-    return greedy_soup(ranked, error, best)
+    return greedy_soup(ranked, error, first)
 
 
 def greedy_soup(
     ranked: list[tuple[Path, dict[str, torch.Tensor]]],
     error: Callable[[dict[str, torch.Tensor]], float],
-    first: tuple[list[Path], dict[str, torch.Tensor], float] | None = None,
+    first_error: float | None = None,
 ) -> tuple[list[Path], dict[str, torch.Tensor], float]:
     """The mean of the best checkpoint and each next-best one whose joining does not raise `error`
     (a tie joins: a mean of more epochs is the steadier model); "greedy soup", Wortsman et al. 2022.
-    `first`: the best checkpoint's (paths, weights, error) when already scored. Returns the soup's
-    paths, its weights and its error."""
-    paths, weights, best = first if first is not None else ([ranked[0][0]], ranked[0][1], error(ranked[0][1]))
-    states = [ranked[0][1]]
+    `first_error`: the best one's error when known. Returns the soup's paths, its weights and its error."""
+    paths, states, weights = [ranked[0][0]], [ranked[0][1]], ranked[0][1]
+    best = error(weights) if first_error is None else first_error
     for path, state in ranked[1:]:
         candidate = mean_weights([*states, state])
         score = error(candidate)

@@ -378,7 +378,8 @@ class Trainer:
             return self.validate(model.eval()).wer
 
         ranked = read_models(paths, skip=self.reporter.warn)  # an unreadable one is said and skipped
-        kept, weights, wer = bundle_weights(ranked, valid_wer)
+        logged = {e["path"]: e["wer"] for e in self.state.epochs}  # each epoch validated its own weights
+        kept, weights, wer = bundle_weights(ranked, valid_wer, logged.get(ranked[0][0].name))
         model.load_state_dict(weights)
         return model.eval(), kept, [path for path, _ in ranked if path not in kept], wer
 
