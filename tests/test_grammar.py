@@ -282,7 +282,8 @@ def test_exported_default_grammar_is_the_recipe_language() -> None:
     ("text", "problem"),
     [
         ("public <a> = go <b>;", ":1: rule <a> uses <b>, which is never defined"),
-        ("public <a> = go <b>;\n<b> = x | <a>;", ":2: rule <a> is recursive (<a> -> <b> -> <a>)"),
+        ("public <a> = go <b>;\n<b> = x <a>;", ":1: rule <a> is recursive with no way out"),
+        ("public <a> = go [<b>];\n<b> = x <b> | <b>;", ":2: rule <b> is recursive with no way out"),
         ("public <a> = go (x | y;", ":1: rule <a>: unbalanced brackets: ';' where ')' closes"),
         ("public <a> = go | ;", ":1: rule <a>: empty alternative"),
         ("public <a> = + go;", ":1: rule <a>: '+' repeats nothing"),
@@ -333,6 +334,25 @@ def test_jsgf_repetition_null_and_void(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     counts = [len(d.text.split()) - 1 for d in (grammar.sample(rng) for _ in range(2000)) if d.intent == "dial"]
     assert {n: counts.count(n) for n in range(1, REPEAT_MAX + 1)}[1] > len(counts) / (2 * REPEAT_MAX)
+    assert enumerate_sentences(jsgf_to_grammar(grammar_to_jsgf(grammar))) == enumerate_sentences(grammar)
+
+
+def test_jsgf_recursion_is_unrolled_as_repetition_is(tmp_path: Path) -> None:
+    """Sphinx grammars say a digit string by recursion: it means what `+` means, REPEAT_MAX deep."""
+    from seqx.grammar.jsgf import REPEAT_MAX
+
+    path = tmp_path / "dial.gram"
+    path.write_text(
+        "#JSGF V1.0;\ngrammar dial;\npublic <dial> = dial <digits>;\n<digits> = <digit> [<digits>];\n"
+        "<digit> = one | two;\npublic <nest> = open <inner> close;\n<inner> = x | open <inner> close;\n"
+    )
+    grammar = grammar_from_file(path)
+    plus = jsgf_to_grammar("public <dial> = dial <digit>+;\n<digit> = one | two;")
+    assert {s for s in enumerate_sentences(grammar) if s.startswith("dial")} == enumerate_sentences(plus)
+    assert grammar.parse("dial two one").slots == {"digit": "two", "digit_2": "one"}
+    # a rule inside two others of its own: `open` and `close` stay balanced
+    nests = {s for s in enumerate_sentences(grammar) if s.startswith("open")}
+    assert nests == {" ".join(["open"] * n + ["x"] + ["close"] * n) for n in range(1, REPEAT_MAX + 1)}
     assert enumerate_sentences(jsgf_to_grammar(grammar_to_jsgf(grammar))) == enumerate_sentences(grammar)
 
 

@@ -5,10 +5,14 @@ Import covers what command grammars use: `public` rules (each becomes an intent)
 alternative that can never be said); weights (`/2/`) and tags (`{...}`) are read and ignored.
 `*` and `+` repetition is unrolled to at most REPEAT_MAX times: a command grammar must be finite
 to be counted and sampled, and a spoken command repeats a part a few times, not forever (each
-count is drawn as often as the others, as any alternative is). A private rule that is a plain
+count is drawn as often as the others, as any alternative is). A recursive rule, the way Sphinx
+grammars often say a digit string (`<digits> = <digit> [<digits>];`), is unrolled the same way: a
+rule is put inside itself at most REPEAT_MAX times, and the innermost can only take the ways out.
+A private rule that is a plain
 list of word alternatives becomes a slot (so a parse names it: cards.gram gives `rank` and
 `suits`); other rules are put in place where they are used. A reference to a rule never
-defined, a recursive rule and `import` are errors naming file and line.
+defined, a recursive rule with no way out (`<a> = go <a>;`) and `import` are errors naming file
+and line.
 
 Export writes one rule per intent and per slot and a public `<command>` that is any of them.
 """
@@ -186,9 +190,39 @@ def _word_list(body: object) -> list[tuple[str, ...]] | None:
     return values if len(values) > 1 else None
 
 
+def _references(node: object) -> set[str]:
+    if isinstance(node, _Ref):
+        return {node.name}
+    if isinstance(node, Seq | Alt):
+        parts = node.items if isinstance(node, Seq) else node.options
+        return set().union(*(_references(p) for p in parts))
+    if isinstance(node, Opt):
+        return _references(node.item)
+    return set()
+
+
+def _recursive_rules(rules: dict[str, _Rule]) -> set[str]:
+    """The rules that can reach themselves: their expansion depends on how deep they are, so it is
+    never shared between uses."""
+    calls = {name: _references(rule.body) & rules.keys() for name, rule in rules.items()}
+    recursive = set()
+    for start in rules:
+        seen, todo = set(), list(calls[start])
+        while todo:
+            name = todo.pop()
+            if name == start:
+                recursive.add(start)
+                break
+            if name not in seen:
+                seen.add(name)
+                todo.extend(calls[name])
+    return recursive
+
+
 def _resolve(rules: dict[str, _Rule], source: str, name: str) -> Grammar:
     slots: dict[str, Slot] = {}
     done: dict[str, Expr] = {}
+    recursive = _recursive_rules(rules)
 
     def expand(node: object, stack: tuple[str, ...]) -> Expr | _Void | None:
         if isinstance(node, _Ref):
@@ -196,10 +230,11 @@ def _resolve(rules: dict[str, _Rule], source: str, name: str) -> Grammar:
                 raise GrammarError(
                     f"{source}:{node.line}: rule <{stack[-1]}> uses <{node.name}>, which is never defined"
                 )
-            if node.name in stack:
-                cycle = " -> ".join(f"<{r}>" for r in (*stack[stack.index(node.name):], node.name))
-                raise GrammarError(f"{source}:{node.line}: rule <{node.name}> is recursive ({cycle})")
             target = rules[node.name]
+            if node.name in recursive:
+                if stack.count(node.name) >= REPEAT_MAX:
+                    return _VOID  # deep enough: only the ways out are left
+                return expand(target.body, (*stack, node.name))
             if node.name not in done:
                 values = None if target.public else _word_list(target.body)
                 if values is not None:
@@ -229,6 +264,11 @@ def _resolve(rules: dict[str, _Rule], source: str, name: str) -> Grammar:
             return None
         return node  # Word or _VOID
 
+    for rule in rules.values():
+        if rule.name in recursive and expand(rule.body, (rule.name,)) is _VOID:
+            raise GrammarError(
+                f"{source}:{rule.line}: rule <{rule.name}> is recursive with no way out: every alternative uses it again"
+            )
     publics = [r for r in rules.values() if r.public]
     if not publics:
         raise GrammarError(f"{source}: no public rule: nothing to say")
