@@ -308,6 +308,13 @@ def test_jsgf_weights_tags_and_comments_are_ignored(tmp_path: Path) -> None:
     assert enumerate_sentences(grammar_from_file(path)) == {"go left", "go right", "go left now", "go right now"}
 
 
+def test_jsgf_on_one_line_as_the_web_speech_api_writes_it(tmp_path: Path) -> None:
+    path = tmp_path / "colors.gram"
+    path.write_text("#JSGF V1.0; grammar colors; public <color> = aqua | azure | ghost white ;")
+    grammar = grammar_from_file(path)
+    assert grammar.name == "colors" and enumerate_sentences(grammar) == {"aqua", "azure", "ghost white"}
+
+
 def test_jsgf_repetition_null_and_void(tmp_path: Path) -> None:
     """`+`/`*` as PocketSphinx grammars use them, unrolled to REPEAT_MAX; <NULL> is an empty
     alternative, <VOID> one that is never said."""
@@ -344,7 +351,7 @@ def test_jsgf_recursion_is_unrolled_as_repetition_is(tmp_path: Path) -> None:
     path = tmp_path / "dial.gram"
     path.write_text(
         "#JSGF V1.0;\ngrammar dial;\npublic <dial> = dial <digits>;\n<digits> = <digit> [<digits>];\n"
-        "<digit> = one | two;\npublic <nest> = open <inner> close;\n<inner> = x | open <inner> close;\n"
+        "<digit> = one | two;\npublic <nest> = open <inner> close;\n<inner> = x | open <dial.inner> close;\n"
     )
     grammar = grammar_from_file(path)
     plus = jsgf_to_grammar("public <dial> = dial <digit>+;\n<digit> = one | two;")

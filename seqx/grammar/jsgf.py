@@ -1,7 +1,7 @@
 """JSGF in and out: PocketSphinx users' grammars become seqx grammars, and back.
 
 Import covers what command grammars use: `public` rules (each becomes an intent),
-`<rule>` references, `[optional]`, `|`, `( )`, `<NULL>` (nothing said) and `<VOID>` (an
+`<rule>` references (`<grammar.rule>` for this file's own too), `[optional]`, `|`, `( )`, `<NULL>` (nothing said) and `<VOID>` (an
 alternative that can never be said); weights (`/2/`) and tags (`{...}`) are read and ignored.
 `*` and `+` repetition is unrolled to at most REPEAT_MAX times: a command grammar must be finite
 to be counted and sampled, and a spoken command repeats a part a few times, not forever (each
@@ -98,9 +98,12 @@ def _lex(text: str) -> list[tuple[str, int]]:
     tokens = []
     for number, line in enumerate(text.splitlines(), 1):
         if line.lstrip().lower().startswith("#jsgf"):
+            # the header ends at its ';'; the Web Speech API's one-line grammars go on after it
             tokens.append(("#JSGF", number))
-            tokens += [(";", number)] if ";" in line else []
-            continue
+            if ";" not in line:
+                continue
+            tokens.append((";", number))
+            line = line.split(";", 1)[1]
         tokens += [(tok, number) for tok in _TOKEN.findall(line)]
     return tokens
 
@@ -190,21 +193,21 @@ def _word_list(body: object) -> list[tuple[str, ...]] | None:
     return values if len(values) > 1 else None
 
 
-def _references(node: object) -> set[str]:
+def _references(node: object, grammar: str) -> set[str]:
     if isinstance(node, _Ref):
-        return {node.name}
+        return {node.name, node.name.removeprefix(f"{grammar}.")}
     if isinstance(node, Seq | Alt):
         parts = node.items if isinstance(node, Seq) else node.options
-        return set().union(*(_references(p) for p in parts))
+        return set().union(*(_references(p, grammar) for p in parts))
     if isinstance(node, Opt):
-        return _references(node.item)
+        return _references(node.item, grammar)
     return set()
 
 
-def _recursive_rules(rules: dict[str, _Rule]) -> set[str]:
+def _recursive_rules(rules: dict[str, _Rule], grammar: str) -> set[str]:
     """The rules that can reach themselves: their expansion depends on how deep they are, so it is
     never shared between uses."""
-    calls = {name: _references(rule.body) & rules.keys() for name, rule in rules.items()}
+    calls = {name: _references(rule.body, grammar) & rules.keys() for name, rule in rules.items()}
     recursive = set()
     for start in rules:
         seen, todo = set(), list(calls[start])
@@ -222,10 +225,12 @@ def _recursive_rules(rules: dict[str, _Rule]) -> set[str]:
 def _resolve(rules: dict[str, _Rule], source: str, name: str) -> Grammar:
     slots: dict[str, Slot] = {}
     done: dict[str, Expr] = {}
-    recursive = _recursive_rules(rules)
+    recursive = _recursive_rules(rules, name)
 
     def expand(node: object, stack: tuple[str, ...]) -> Expr | _Void | None:
         if isinstance(node, _Ref):
+            if node.name not in rules and node.name.removeprefix(f"{name}.") in rules:
+                node = _Ref(node.name.removeprefix(f"{name}."), node.line)  # <grammar.rule>: this file's own
             if node.name not in rules:
                 raise GrammarError(
                     f"{source}:{node.line}: rule <{stack[-1]}> uses <{node.name}>, which is never defined"
