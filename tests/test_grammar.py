@@ -308,6 +308,26 @@ def test_jsgf_weights_tags_and_comments_are_ignored(tmp_path: Path) -> None:
     assert enumerate_sentences(grammar_from_file(path)) == {"go left", "go right", "go left now", "go right now"}
 
 
+def test_a_template_that_can_say_nothing_keeps_every_sentence_but_the_empty_one(tmp_path: Path) -> None:
+    """An empty command would answer silence with a command; `[go] [now]` still means "go", "now", "go now"."""
+    grammar = Grammar.build({"x": ["[go] [(now | {when})]"]}, {"when": ["later", "soon"]})
+    assert enumerate_sentences(grammar) == {"go", "now", "later", "soon", "go now", "go later", "go soon"}
+    assert not grammar.accepts("") and grammar.count() == 7
+    assert grammar.parse("soon").slots == {"when": "soon"}
+    path = tmp_path / "star.gram"
+    path.write_text("public <a> = go* | stop+ | <NULL>;\n")  # PocketSphinx's test.gram's <caction>, public
+    assert enumerate_sentences(grammar_from_file(path)) == {
+        " ".join([w] * n) for w in ("go", "stop") for n in range(1, 6)}
+
+
+def test_jsgf_repeated_repetition_is_one_repetition(tmp_path: Path) -> None:
+    """`x**` (PocketSphinx's fuzzed.gram) is `x*`; unrolled once per star it would be 5^n and never finish."""
+    path = tmp_path / "stars.gram"
+    path.write_text("public <a> = go (x | y)******************** now;\npublic <b> = go z+*+;\n")
+    once = jsgf_to_grammar("public <a> = go (x | y)* now;\npublic <b> = go z*;")
+    assert enumerate_sentences(grammar_from_file(path)) == enumerate_sentences(once)
+
+
 def test_jsgf_on_one_line_as_the_web_speech_api_writes_it(tmp_path: Path) -> None:
     path = tmp_path / "colors.gram"
     path.write_text("#JSGF V1.0; grammar colors; public <color> = aqua | azure | ghost white ;")

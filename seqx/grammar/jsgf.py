@@ -143,6 +143,7 @@ class _Parser:
 
     def sequence(self, closer: str) -> object:
         items: list[object] = []
+        repeated: tuple[object, bool] | None = None  # items[-1] before its `*`/`+`, and whether it may be left out
         while self.peek() not in (None, "|", ")", "]", ";"):
             tok, line = self.tokens[self.pos]
             self.pos += 1
@@ -153,10 +154,14 @@ class _Parser:
             if tok in ("*", "+"):
                 if not items:
                     raise self.error(f"'{tok}' repeats nothing: put it after a word, a rule or a group")
-                items[-1] = _repeat(items[-1], optional=tok == "*")
+                # `x**`, `x+*`: one repetition, as PocketSphinx reads them (unrolled twice it would be 5^n)
+                base, optional = repeated if repeated is not None else (items[-1], False)
+                repeated = (base, optional or tok == "*")
+                items[-1] = _repeat(*repeated)
                 continue
             if tok == "=":
                 raise self.error("'=' inside a rule: missing ';' before the next rule?")
+            repeated = None
             if tok == "(":
                 items.append(self.alternatives(")"))
             elif tok == "[":

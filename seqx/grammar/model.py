@@ -27,7 +27,9 @@ import numpy as np
 
 from seqx.grammar.errors import GrammarError
 from seqx.grammar.fsa import DFA, NFA, determinize, minimize
-from seqx.grammar.syntax import Alt, Expr, Opt, Seq, SlotRef, Word, literal_words, parse_template, render, slot_refs
+from seqx.grammar.syntax import (
+    Alt, Expr, Opt, Seq, SlotRef, Word, can_say_nothing, literal_words, parse_template, render, says_something, slot_refs,
+)
 
 Output = str | int | float | bool
 
@@ -73,6 +75,11 @@ class Grammar:
     _balanced: dict[str, np.ndarray] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        # a template that can say nothing (`[go] [now]`, JSGF's `go*`) keeps every sentence but the empty one
+        self.templates = [
+            t if not can_say_nothing(t.expr) else Template(t.intent, render(e := says_something(t.expr)), e, t.weight)
+            for t in self.templates
+        ]
         for template in self.templates:
             for ref in slot_refs(template.expr):
                 if ref not in self.slots:

@@ -133,3 +133,28 @@ def literal_words(expr: Expr) -> set[str]:
         return set()
     children = expr.items if isinstance(expr, Seq) else expr.options if isinstance(expr, Alt) else (expr.item,)
     return set().union(*(literal_words(c) for c in children))
+
+
+def can_say_nothing(expr: Expr) -> bool:
+    """Whether every part of the expression may be left out (`[go] [now]`)."""
+    if isinstance(expr, Word | SlotRef):
+        return False
+    if isinstance(expr, Opt):
+        return True
+    if isinstance(expr, Seq):
+        return all(can_say_nothing(i) for i in expr.items)
+    return any(can_say_nothing(o) for o in expr.options)
+
+
+def says_something(expr: Expr) -> Expr:
+    """The same sentences but the empty one: a command that says nothing would answer silence and
+    noise with a command. `[go] [now]` -> `go [now] | now` (split where the first word said is)."""
+    if not can_say_nothing(expr):
+        return expr
+    if isinstance(expr, Opt):
+        return says_something(expr.item)
+    if isinstance(expr, Alt):
+        return Alt(tuple(says_something(o) for o in expr.options))
+    assert isinstance(expr, Seq)
+    firsts = [(says_something(item), *expr.items[i + 1 :]) for i, item in enumerate(expr.items)]
+    return Alt(tuple(f[0] if len(f) == 1 else Seq(f) for f in firsts))
