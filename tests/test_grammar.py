@@ -290,7 +290,8 @@ def test_exported_default_grammar_is_the_recipe_language() -> None:
         ("public <a> = <NULL>;", ":1: public rule <a> says nothing (only <NULL>)"),
         ("public <a> = x <VOID> | <VOID>;", ":1: public rule <a> can never be said"),
         ("#JSGF V1.0;\ngrammar g;\n\npublic <a> = x\n<b> = y;", ":5: rule <a>: '=' inside a rule"),
-        ("import <other.*>;", ":1: import is not supported"),
+        ("import <other.*>;", ":1: import <other.*>: no "),
+        ("import other;", ":1: import other: expected <grammar.rule> or <grammar.*>"),
     ],
 )
 def test_jsgf_errors_name_file_and_line(tmp_path: Path, text: str, problem: str) -> None:
@@ -326,6 +327,30 @@ def test_jsgf_repeated_repetition_is_one_repetition(tmp_path: Path) -> None:
     path.write_text("public <a> = go (x | y)******************** now;\npublic <b> = go z+*+;\n")
     once = jsgf_to_grammar("public <a> = go (x | y)* now;\npublic <b> = go z*;")
     assert enumerate_sentences(grammar_from_file(path)) == enumerate_sentences(once)
+
+
+def test_jsgf_import_reads_the_grammar_beside_it(tmp_path: Path) -> None:
+    """PocketSphinx's test.gram imports <polite.startPolite>: the public rules named come in by their
+    names and as <polite.rule>; none of them is an intent of the importing grammar."""
+    (tmp_path / "polite.gram").write_text(
+        "#JSGF V1.0;\ngrammar polite;\npublic <startPolite> = please | <kind>;\n<kind> = kindly;\n"
+        "public <endPolite> = thanks;\n<secret> = never;\n")
+    path = tmp_path / "test.gram"
+    path.write_text("#JSGF V1.0;\ngrammar test;\nimport <polite.startPolite>;\n"
+                    "public <command> = <startPolite> (go | stop) [<polite.endPolite>];\n<kind> = mine;\n")
+    grammar = grammar_from_file(path)
+    assert list(grammar.intents) == ["command"]
+    assert enumerate_sentences(grammar) == {f"{p} {a}{t}" for p in ("please", "kindly")
+                                            for a in ("go", "stop") for t in ("", " thanks")}
+    path.write_text("import <polite.*>;\npublic <c> = <startPolite> <endPolite>;")
+    assert enumerate_sentences(grammar_from_file(path)) == {"please thanks", "kindly thanks"}
+    for target, problem in [("polite.secret", "keeps private <secret>"), ("polite.none", "has no rule <none>")]:
+        path.write_text(f"import <{target}>;\npublic <c> = go;")
+        with pytest.raises(GrammarError, match=problem):
+            grammar_from_file(path)
+    (tmp_path / "loop.gram").write_text("grammar loop;\nimport <loop.x>;\npublic <x> = x;")
+    with pytest.raises(GrammarError, match="loop imports itself"):
+        grammar_from_file(tmp_path / "loop.gram")
 
 
 def test_jsgf_on_one_line_as_the_web_speech_api_writes_it(tmp_path: Path) -> None:

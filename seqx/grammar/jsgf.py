@@ -1,18 +1,18 @@
 """JSGF in and out: PocketSphinx users' grammars become seqx grammars, and back.
 
-Import covers what command grammars use: `public` rules (each becomes an intent),
-`<rule>` references (`<grammar.rule>` for this file's own too), `[optional]`, `|`, `( )`, `<NULL>` (nothing said) and `<VOID>` (an
-alternative that can never be said); weights (`/2/`) and tags (`{...}`) are read and ignored.
+Import covers what command grammars use: `public` rules (each becomes an intent), `<rule>`
+references (`<grammar.rule>` for this file's own too), `[optional]`, `|`, `( )`, `<NULL>` (nothing
+said) and `<VOID>` (an alternative that can never be said); weights (`/2/`) and tags (`{...}`) are
+read and ignored; `import <g.rule>;` and `import <g.*>;` read g.gram or g.jsgf beside the file.
 `*` and `+` repetition is unrolled to at most REPEAT_MAX times: a command grammar must be finite
 to be counted and sampled, and a spoken command repeats a part a few times, not forever (each
 count is drawn as often as the others, as any alternative is). A recursive rule, the way Sphinx
 grammars often say a digit string (`<digits> = <digit> [<digits>];`), is unrolled the same way: a
 rule is put inside itself at most REPEAT_MAX times, and the innermost can only take the ways out.
-A private rule that is a plain
-list of word alternatives becomes a slot (so a parse names it: cards.gram gives `rank` and
-`suits`); other rules are put in place where they are used. A reference to a rule never
-defined, a recursive rule with no way out (`<a> = go <a>;`) and `import` are errors naming file
-and line.
+A private rule that is a plain list of word alternatives becomes a slot (so a parse names it:
+cards.gram gives `rank` and `suits`); other rules are put in place where they are used. A
+reference to a rule never defined, a recursive rule with no way out (`<a> = go <a>;`) and an
+import with no file are errors naming file and line.
 
 Export writes one rule per intent and per slot and a public `<command>` that is any of them.
 """
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from seqx.grammar.errors import GrammarError
 from seqx.grammar.model import Grammar, Slot, SlotValue, Template
@@ -56,9 +57,19 @@ class _Rule:
     line: int
 
 
-def jsgf_to_grammar(text: str, source: str = "<jsgf>") -> Grammar:
+def jsgf_to_grammar(text: str, source: str = "<jsgf>", folder: Path | None = None) -> Grammar:
+    """`folder`: where `import <name.rule>;` finds name.gram or name.jsgf (the file's own folder)."""
+    name, rules = _parse_rules(text, source, folder, importing=())
+    return _resolve(rules, source, name)
+
+
+def _parse_rules(
+    text: str, source: str, folder: Path | None, importing: tuple[str, ...]
+) -> tuple[str, dict[str, _Rule]]:
+    """The grammar's name and its rules, with the rules its imports name put in beside them."""
     tokens = _lex(text)
     rules: dict[str, _Rule] = {}
+    imported: dict[str, _Rule] = {}
     name = "jsgf"
     i = 0
     while i < len(tokens):
@@ -72,7 +83,10 @@ def jsgf_to_grammar(text: str, source: str = "<jsgf>") -> Grammar:
             i = _skip_to_semicolon(tokens, i, source)
             continue
         if tok == "import":
-            raise GrammarError(f"{source}:{line}: import is not supported: put the rules in this file")
+            target = tokens[i + 1][0] if i + 1 < len(tokens) else ""
+            imported.update(_import(target, line, source, folder, (*importing, name)))
+            i = _skip_to_semicolon(tokens, i, source)
+            continue
         public = tok == "public"
         if public:
             i += 1
@@ -88,7 +102,52 @@ def jsgf_to_grammar(text: str, source: str = "<jsgf>") -> Grammar:
         body = parser.alternatives(closer=";")
         rules[rule] = _Rule(rule, public, body, line)
         i = parser.pos
-    return _resolve(rules, source, name)
+    # this file's own rules win over an imported rule of the same name
+    return name, {**{k: v for k, v in imported.items() if k not in rules}, **rules}
+
+
+def _import(
+    target: str, line: int, source: str, folder: Path | None, importing: tuple[str, ...]
+) -> dict[str, _Rule]:
+    """`import <g.rule>;` / `import <g.*>;`: g.gram or g.jsgf beside the file (dots of a package name are
+    folders, as PocketSphinx looks them up). Every rule of g comes in as `g.rule`, never an intent; the
+    public ones named also as `rule`, so `<rule>` and `<g.rule>` both reach them."""
+    where = f"{source}:{line}: import {target}"
+    if not (target.startswith("<") and target.endswith(">") and "." in target):
+        raise GrammarError(f"{where}: expected <grammar.rule> or <grammar.*>")
+    grammar, rule = target[1:-1].strip().rsplit(".", 1)
+    if grammar in importing:
+        raise GrammarError(f"{where}: {grammar} imports itself ({' -> '.join((*importing, grammar))})")
+    stem = Path(folder or ".") / grammar.replace(".", "/")
+    found = [stem.with_name(stem.name + ext) for ext in (".gram", ".jsgf") if stem.with_name(stem.name + ext).is_file()]
+    if not found:
+        raise GrammarError(f"{where}: no {stem}.gram or {stem}.jsgf")
+    text = found[0].read_text(encoding="utf-8", errors="replace")
+    _, theirs = _parse_rules(text, str(found[0]), found[0].parent, importing)
+    local = {n for n in theirs if "." not in n}
+    qualify = {n: f"{grammar}.{n}" for n in local}
+
+    def requalified(node: object) -> object:
+        if isinstance(node, _Ref):
+            return _Ref(qualify.get(node.name, node.name), node.line)
+        if isinstance(node, Seq):
+            return Seq(tuple(requalified(i) for i in node.items))
+        if isinstance(node, Alt):
+            return Alt(tuple(requalified(o) for o in node.options))
+        if isinstance(node, Opt):
+            return Opt(requalified(node.item))
+        return node
+
+    rules = {}
+    for n, r in theirs.items():
+        rules[qualify.get(n, n)] = _Rule(qualify.get(n, n), False, requalified(r.body), r.line)
+    named = [n for n in local if theirs[n].public] if rule == "*" else [rule]
+    for n in named:
+        if n not in theirs or not theirs[n].public:
+            problem = "has no rule" if n not in theirs else "keeps private"
+            raise GrammarError(f"{where}: {found[0]} {problem} <{n}>")
+        rules[n] = _Rule(n, False, rules[qualify[n]].body, theirs[n].line)
+    return rules
 
 
 def _lex(text: str) -> list[tuple[str, int]]:
@@ -347,6 +406,4 @@ def grammar_to_jsgf(grammar: Grammar, name: str | None = None) -> str:
 
 
 def load_jsgf(path: str) -> Grammar:
-    from pathlib import Path
-
-    return jsgf_to_grammar(Path(path).read_text(encoding="utf-8", errors="replace"), source=str(path))
+    return jsgf_to_grammar(Path(path).read_text(encoding="utf-8", errors="replace"), str(path), Path(path).parent)

@@ -42,7 +42,7 @@ def grammar_from_file(path: str | Path) -> Grammar:
     if kind == "jsgf":
         from seqx.grammar.jsgf import jsgf_to_grammar
 
-        return jsgf_to_grammar(text, source=str(path))
+        return jsgf_to_grammar(text, source=str(path), folder=path.parent)
     if kind == "phrases":
         from seqx.grammar.phrases import phrases_to_grammar
 
