@@ -344,6 +344,9 @@ def test_jsgf_import_reads_the_grammar_beside_it(tmp_path: Path) -> None:
                                             for a in ("go", "stop") for t in ("", " thanks")}
     path.write_text("import <polite.*>;\npublic <c> = <startPolite> <endPolite>;")
     assert enumerate_sentences(grammar_from_file(path)) == {"please thanks", "kindly thanks"}
+    from seqx.grammar.jsgf import grammar_files  # what a corpus made from it depends on
+
+    assert grammar_files(path) == [path, tmp_path / "polite.gram"]
     for target, problem in [("polite.secret", "keeps private <secret>"), ("polite.none", "has no rule <none>")]:
         path.write_text(f"import <{target}>;\npublic <c> = go;")
         with pytest.raises(GrammarError, match=problem):

@@ -14,6 +14,7 @@ from seqx.data.manifest import Utterance, read_manifest, write_manifest
 from seqx.data.synth import OTHER_LENGTHS, SPLITS, corpus_grammar, oog_strings_changed, other_word_share, synthesize
 from seqx.errors import SeqxError
 from seqx.faults import fault_point
+from seqx.grammar.jsgf import grammar_files
 from seqx.grammar.model import Grammar
 from seqx.lock import stage_lock
 from seqx.recipe import Recipe
@@ -47,7 +48,8 @@ def _key(recipe: Recipe) -> str:
         m = recipe.data.manifest
         inputs = [input_signature(Path(p)) for p in (m.train, m.valid, m.test) if p]
     elif recipe.data.synth.grammar is not None and recipe.data.synth.grammar.file:
-        inputs = [input_signature(Path(recipe.data.synth.grammar.file))]  # a grammar file: its contents count
+        # a grammar file: its contents count, and those of the JSGF files it imports
+        inputs = [input_signature(f) for f in grammar_files(Path(recipe.data.synth.grammar.file))]
     settings = recipe.data.model_dump(mode="json", exclude={"workers"})
     if not recipe.data.synth.augment.any_on:
         del settings["synth"]["augment"]  # all off: a corpus made before augmentation existed is still fresh

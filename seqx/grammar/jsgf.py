@@ -106,6 +106,12 @@ def _parse_rules(
     return name, {**{k: v for k, v in imported.items() if k not in rules}, **rules}
 
 
+def _imported_file(folder: Path, grammar: str) -> Path | None:
+    """Where `import <grammar.rule>;` finds its grammar: grammar.gram or .jsgf, a package's dots as folders."""
+    stem = folder / grammar.replace(".", "/")
+    return next((f for f in (stem.with_name(stem.name + e) for e in (".gram", ".jsgf")) if f.is_file()), None)
+
+
 def _import(
     target: str, line: int, source: str, folder: Path | None, importing: tuple[str, ...]
 ) -> dict[str, _Rule]:
@@ -118,12 +124,12 @@ def _import(
     grammar, rule = target[1:-1].strip().rsplit(".", 1)
     if grammar in importing:
         raise GrammarError(f"{where}: {grammar} imports itself ({' -> '.join((*importing, grammar))})")
-    stem = Path(folder or ".") / grammar.replace(".", "/")
-    found = [stem.with_name(stem.name + ext) for ext in (".gram", ".jsgf") if stem.with_name(stem.name + ext).is_file()]
-    if not found:
+    found = _imported_file(Path(folder or "."), grammar)
+    if found is None:
+        stem = Path(folder or ".") / grammar.replace(".", "/")
         raise GrammarError(f"{where}: no {stem}.gram or {stem}.jsgf")
-    text = found[0].read_text(encoding="utf-8", errors="replace")
-    _, theirs = _parse_rules(text, str(found[0]), found[0].parent, importing)
+    text = found.read_text(encoding="utf-8", errors="replace")
+    _, theirs = _parse_rules(text, str(found), found.parent, importing)
     local = {n for n in theirs if "." not in n}
     qualify = {n: f"{grammar}.{n}" for n in local}
 
@@ -145,7 +151,7 @@ def _import(
     for n in named:
         if n not in theirs or not theirs[n].public:
             problem = "has no rule" if n not in theirs else "keeps private"
-            raise GrammarError(f"{where}: {found[0]} {problem} <{n}>")
+            raise GrammarError(f"{where}: {found} {problem} <{n}>")
         rules[n] = _Rule(n, False, rules[qualify[n]].body, theirs[n].line)
     return rules
 
@@ -403,6 +409,18 @@ def grammar_to_jsgf(grammar: Grammar, name: str | None = None) -> str:
         values = " | ".join(" ".join(v.words) for v in grammar.slots[slot].values)
         lines.append(f"<slot_{_rule_name(slot)}> = {values};")
     return "\n".join(lines) + "\n"
+
+
+def grammar_files(path: Path) -> list[Path]:
+    """A grammar file and, for JSGF, every file its imports read (what a corpus made from it depends on)."""
+    files = [path]
+    for file in files:
+        if file.suffix.lower() in (".gram", ".jsgf") and file.is_file():
+            text = file.read_text(encoding="utf-8", errors="replace")
+            for grammar in re.findall(r"^\s*import\s*<\s*([^>]*)\.[^.>]*>", text, flags=re.M):
+                found = _imported_file(file.parent, grammar.strip())
+                files += [found] if found is not None and found not in files else []
+    return files
 
 
 def load_jsgf(path: str) -> Grammar:
