@@ -409,6 +409,12 @@ def test_jsgf_recursion_is_unrolled_as_repetition_is(tmp_path: Path) -> None:
     nests = {s for s in enumerate_sentences(grammar) if s.startswith("open")}
     assert nests == {" ".join(["open"] * n + ["x"] + ["close"] * n) for n in range(1, REPEAT_MAX + 1)}
     assert enumerate_sentences(jsgf_to_grammar(grammar_to_jsgf(grammar))) == enumerate_sentences(grammar)
+    # rules that call each other (a sentence grammar's phrases): REPEAT_MAX of them inside one another in
+    # all, not each (Solarman's grammar.jsgf unrolled per rule never finished)
+    phrases = jsgf_to_grammar("public <s> = <np> <vp>;\n<np> = n | n and <np> | n that <vp>;\n<vp> = v | v <np>;")
+    assert phrases.accepts("n " + "and n " * (REPEAT_MAX - 1) + "v")
+    assert not phrases.accepts("n " + "and n " * REPEAT_MAX + "v")
+    assert phrases.accepts("n that v n that v n v") and not phrases.accepts("n that v n that v n that v v")
 
 
 def test_phrase_list(tmp_path: Path) -> None:

@@ -8,7 +8,8 @@ read and ignored; `import <g.rule>;` and `import <g.*>;` read g.gram or g.jsgf b
 to be counted and sampled, and a spoken command repeats a part a few times, not forever (each
 count is drawn as often as the others, as any alternative is). A recursive rule, the way Sphinx
 grammars often say a digit string (`<digits> = <digit> [<digits>];`), is unrolled the same way: a
-rule is put inside itself at most REPEAT_MAX times, and the innermost can only take the ways out.
+rule is put inside itself at most REPEAT_MAX times (recursive rules that call each other: REPEAT_MAX
+deep in all), and the innermost can only take the ways out.
 A private rule that is a plain list of word alternatives becomes a slot (so a parse names it:
 cards.gram gives `rank` and `suits`); other rules are put in place where they are used. A
 reference to a rule never defined, a recursive rule with no way out (`<a> = go <a>;`) and an
@@ -274,28 +275,27 @@ def _references(node: object, grammar: str) -> set[str]:
     return set()
 
 
-def _recursive_rules(rules: dict[str, _Rule], grammar: str) -> set[str]:
-    """The rules that can reach themselves: their expansion depends on how deep they are, so it is
-    never shared between uses."""
+def _recursive_rules(rules: dict[str, _Rule], grammar: str) -> tuple[set[str], set[str]]:
+    """The rules that can reach themselves, and those that reach one of them: how such a rule unrolls
+    depends on how deep in the recursion it is used, so its expansion is never shared between uses."""
     calls = {name: _references(rule.body, grammar) & rules.keys() for name, rule in rules.items()}
-    recursive = set()
+    reach = {}
     for start in rules:
         seen, todo = set(), list(calls[start])
         while todo:
             name = todo.pop()
-            if name == start:
-                recursive.add(start)
-                break
             if name not in seen:
                 seen.add(name)
                 todo.extend(calls[name])
-    return recursive
+        reach[start] = seen
+    recursive = {name for name in rules if name in reach[name]}
+    return recursive, {name for name in rules if reach[name] & recursive}
 
 
 def _resolve(rules: dict[str, _Rule], source: str, name: str) -> Grammar:
     slots: dict[str, Slot] = {}
     done: dict[str, Expr] = {}
-    recursive = _recursive_rules(rules, name)
+    recursive, reaching = _recursive_rules(rules, name)
 
     def expand(node: object, stack: tuple[str, ...]) -> Expr | _Void | None:
         if isinstance(node, _Ref):
@@ -307,8 +307,12 @@ def _resolve(rules: dict[str, _Rule], source: str, name: str) -> Grammar:
                 )
             target = rules[node.name]
             if node.name in recursive:
-                if stack.count(node.name) >= REPEAT_MAX:
+                # REPEAT_MAX recursive rules inside one another, whichever they are: rules that call each
+                # other (a sentence grammar's noun and verb phrases) would otherwise unroll to 5^rules
+                if sum(r in recursive for r in stack) >= REPEAT_MAX:
                     return _VOID  # deep enough: only the ways out are left
+                return expand(target.body, (*stack, node.name))
+            if node.name in reaching:
                 return expand(target.body, (*stack, node.name))
             if node.name not in done:
                 values = None if target.public else _word_list(target.body)
