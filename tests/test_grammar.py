@@ -417,6 +417,23 @@ def test_jsgf_recursion_is_unrolled_as_repetition_is(tmp_path: Path) -> None:
     assert phrases.accepts("n that v n that v n v") and not phrases.accepts("n that v n that v n that v v")
 
 
+def test_a_grammar_parses_text_as_the_tokenizer_normalizes_it() -> None:
+    """Decoded text is lower case, without punctuation, numbers as words: the grammar's words are
+    matched the same way, and slot outputs stay as written."""
+    from seqx.decode.negatives import other_words
+    from seqx.recipe import TokenizerSettings
+    from seqx.tokenize.text import normalize_text
+
+    grammar = Grammar.build({"order": ["I'd like a {drink}", "(O.J. | 3 Cokes) please"]},
+                            {"drink": ["Coke", "Dr. Pepper", "water"]})
+    spoken = grammar.spoken(lambda text: normalize_text(text, TokenizerSettings()))
+    assert grammar.parse("i'd like a dr pepper") is None
+    assert spoken.parse("i'd like a dr pepper").slots == {"drink": "Dr. Pepper"}
+    assert spoken.accepts("o j please") and spoken.accepts("three cokes please")
+    assert spoken.spoken(str.lower) is spoken  # nothing left to change: the same grammar
+    assert "like" not in other_words(Grammar.build({"x": ["I LIKE it"]}))  # an everyday word the grammar says
+
+
 def test_phrase_list(tmp_path: Path) -> None:
     path = tmp_path / "phrases.txt"
     path.write_text("# my commands\nlights on\nlights off  # evening\n\n(open | close) the door\n")

@@ -215,6 +215,25 @@ def test_cli_json_plain_and_a_narrower_grammar(trained: tuple[Recipe, Bundle], t
     assert json.loads(free.stdout)[0]["intent"] is None and json.loads(free.stdout)[0]["text"] == timer.text
 
 
+def test_a_grammar_in_capitals_or_with_punctuation_still_names_the_command(
+    trained: tuple[Recipe, Bundle], tmp_path: Path
+) -> None:
+    """Decoded text is normalized ("scroll up"); a grammar written "SCROLL UP" (Sphinx grammars often are)
+    or "Scroll up!" must still parse it, and report the slot as the grammar writes it."""
+    from seqx.decode.transcribe import Constraint
+
+    recipe, bundle = trained
+    scroll = next(u for u in _utts(recipe) if u.text.startswith("scroll"))
+    for name, text in [("caps.gram", "public <scroll> = SCROLL <way>;\n<way> = UP | DOWN;\n"),
+                       ("said.txt", "Scroll up!\nScroll down!\n")]:
+        path = tmp_path / name
+        path.write_text(text)
+        settings = bundle.decode.model_copy(update={"grammar": str(path)})
+        [result] = transcribe_files(bundle, [scroll.audio], settings, constraint=Constraint.of(bundle, settings))
+        assert result.text == scroll.text and result.intent == ("scroll" if name == "caps.gram" else "said")
+        assert result.slots == ({"way": scroll.text.split()[1].upper()} if name == "caps.gram" else {})
+
+
 def test_grammar_with_a_word_the_tokenizer_cannot_spell(trained: tuple[Recipe, Bundle], tmp_path: Path) -> None:
     recipe, _ = trained
     utt = next(u for u in _utts(recipe) if u.text)

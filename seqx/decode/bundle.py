@@ -74,7 +74,7 @@ class Bundle:
             return self.grammar
         if choice == "none":
             return None
-        return grammar_from_file(choice)
+        return grammar_from_file(choice).spoken(self.tokenizer.normalize)
 
     def automaton(self, grammar: Grammar) -> TokenAutomaton:
         """The grammar over this bundle's tokenizer, on its device; compiled once per grammar.
@@ -225,13 +225,14 @@ def _load_bundle(folder: Path, device: str | torch.device) -> Bundle:
             f"{path}: trained on {made['package']} {made['version']}'s speech embedding, "
             f"installed is {embedding.model_version()} (pip install {made['package']}=={made['version']})"
         )
+    tokenizer = Tokenizer(folder / TOKENIZER, TokenizerSettings.model_validate(config["tokenizer"]))
     return Bundle(
         model=model,
         dims=dims,
         features=features,
         sample_rate=int(config["sample_rate"]),
         cmvn=Cmvn.from_dict(config["cmvn"]),
-        tokenizer=Tokenizer(folder / TOKENIZER, TokenizerSettings.model_validate(config["tokenizer"])),
+        tokenizer=tokenizer,
         extractor=FeatureExtractor(features, int(config["sample_rate"])),
         # a bundle from before the distance slack keeps the rule its thresholds were chosen under, and
         # one from before the no-speech gate had its own setting gates at vad_threshold
@@ -239,7 +240,8 @@ def _load_bundle(folder: Path, device: str | torch.device) -> Bundle:
             {"reject_distance_slack": 0, "vad_gate": None, "floor_snr_db": None, **config["decode"]}
         ),
         folder=folder,
-        grammar=Grammar.from_dict(config["grammar"]) if config.get("grammar") else None,
+        # as decoded texts spell its words (a grammar of "TURN ON" parses "turn on")
+        grammar=Grammar.from_dict(config["grammar"]).spoken(tokenizer.normalize) if config.get("grammar") else None,
         heads=heads,
     )
 

@@ -115,7 +115,7 @@ def other_words(grammar: Grammar) -> list[str]:
     """seqx/data/other_words.txt's everyday English words that `grammar` does not use and that do
     not sound like one of its words ("see" for a grammar of letters: seqx/data/sound_alike.py)."""
     text = (Path(__file__).resolve().parents[1] / "data" / "other_words.txt").read_text()
-    used = set(grammar.vocabulary())
+    used = {w.lower() for w in grammar.vocabulary()}  # a grammar of "Coke" uses "coke"
     words = {w.lower() for line in text.splitlines() if not line.startswith("#") for w in line.split()} - used
     return sorted(words - sound_alike(words, used))
 
@@ -129,6 +129,7 @@ def other_word_sentences(grammar: Grammar, n: int, rng: np.random.Generator) -> 
     alone made that one string in eight.
     """
     pool, vocab = other_words(grammar), grammar.vocabulary()
+    lowered = grammar.spoken(str.lower)  # pool words are lower case: "coke" is the command "Coke"
     found: list[tuple[str, str]] = []
     for _ in range(20 * n):
         if len(found) >= n:
@@ -142,7 +143,7 @@ def other_word_sentences(grammar: Grammar, n: int, rng: np.random.Generator) -> 
             for _ in range(length)
         ]
         sentence = " ".join(words)
-        if not grammar.accepts(sentence):
+        if not lowered.accepts(sentence.lower()):
             found.append(("other", sentence))
     return found
 

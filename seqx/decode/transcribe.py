@@ -168,6 +168,7 @@ class Constraint:
     def of_grammar(cls, bundle: Bundle, grammar: Grammar, settings: DecodeSettings) -> Constraint:
         """`grammar` compiled, with the intent/slot heads' vote when `settings.slot_weight` asks for
         it, the bundle has heads and `grammar` is the one they were built from (the training grammar)."""
+        grammar = grammar.spoken(bundle.tokenizer.normalize)  # parsed as decoded texts spell its words
         trained = bundle.grammar is not None and grammar.to_json() == bundle.grammar.to_json()
         heads = bundle.heads if trained and settings.slot_weight > 0 else None
         rescorer = Rescorer(heads, grammar, settings.slot_weight) if heads is not None else None

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any
@@ -274,6 +274,49 @@ class Grammar:
             return
         for end, more in self._match(items[i], words, pos, filled):
             yield from self._match_seq(items, i + 1, words, end, more)
+
+    # -- as decoding hears it --
+    def spoken(self, normalize: Callable[[str], str]) -> Grammar:
+        """The grammar with its words as the tokenizer normalizes them (`normalize`), which is how a
+        decoded text spells them: a grammar of "TURN ON", "Coke" or "Mr. Smith" parses "turn on",
+        "coke" and "mr smith" (a word may become several, or none). Slot outputs stay as written.
+        Self when no word changes, which is most grammars."""
+        said: dict[str, tuple[str, ...]] = {}
+
+        def words(text: str) -> tuple[str, ...]:
+            if text not in said:
+                said[text] = tuple(normalize(text).split())
+            return said[text]
+
+        def respell(expr: Expr) -> Expr | None:
+            if isinstance(expr, Word):
+                new = words(expr.text)
+                return None if not new else Word(new[0]) if len(new) == 1 else Seq(tuple(Word(w) for w in new))
+            if isinstance(expr, SlotRef):
+                return expr
+            if isinstance(expr, Opt):
+                item = respell(expr.item)
+                return None if item is None else Opt(item)
+            parts = [respell(e) for e in (expr.items if isinstance(expr, Seq) else expr.options)]
+            kept = [e for e in parts if e is not None]
+            if not kept:
+                return None
+            if isinstance(expr, Seq):
+                return kept[0] if len(kept) == 1 else Seq(tuple(kept))
+            body = kept[0] if len(kept) == 1 else Alt(tuple(kept))
+            return body if len(kept) == len(parts) else Opt(body)  # an alternative said as nothing
+
+        slots = {
+            name: Slot(name, tuple(SlotValue(sum((words(w) for w in v.words), ()) or v.words, v.output) for v in slot.values))
+            for name, slot in self.slots.items()
+        }
+        templates = []
+        for t in self.templates:
+            expr = respell(t.expr)
+            templates.append(t if expr == t.expr or expr is None else Template(t.intent, render(expr), expr, t.weight))
+        if slots == self.slots and templates == self.templates:
+            return self
+        return Grammar(self.name, templates, slots)
 
     # -- storage: what a bundle keeps --
     def to_dict(self) -> dict[str, Any]:

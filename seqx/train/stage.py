@@ -171,7 +171,8 @@ def slot_layout(recipe: Recipe, grammar: Grammar | None, reporter: Reporter) -> 
 def slot_labels(layout: HeadLayout, grammar: Grammar, texts: list[str], tokenizer: Tokenizer) -> list[list[int]]:
     """Each training text's classes: the grammar's parse of it as the tokenizer normalizes it
     (what decoding parses too); no parse (out-of-grammar, empty) -> ignored by the heads' loss."""
-    return [layout.labels(grammar.parse(tokenizer.normalize(text))) for text in texts]
+    spoken = grammar.spoken(tokenizer.normalize)
+    return [layout.labels(spoken.parse(tokenizer.normalize(text))) for text in texts]
 
 
 def _bundle_intact(recipe: Recipe, reporter: Reporter) -> bool:
