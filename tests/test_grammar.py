@@ -351,6 +351,10 @@ def test_jsgf_import_reads_the_grammar_beside_it(tmp_path: Path) -> None:
         path.write_text(f"import <{target}>;\npublic <c> = go;")
         with pytest.raises(GrammarError, match=problem):
             grammar_from_file(path)
+    (tmp_path / "rude.gram").write_text("grammar rude;\npublic <oi> = oi <nowhere>;\n")
+    path.write_text("import <rude.oi>;\npublic <c> = <oi> go;")
+    with pytest.raises(GrammarError, match=f"^{tmp_path / 'rude.gram'}:2: rule <oi> uses <nowhere>"):
+        grammar_from_file(path)  # the error names the file the rule is written in
     (tmp_path / "loop.gram").write_text("grammar loop;\nimport <loop.x>;\npublic <x> = x;")
     with pytest.raises(GrammarError, match="loop imports itself"):
         grammar_from_file(tmp_path / "loop.gram")

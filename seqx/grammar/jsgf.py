@@ -56,6 +56,7 @@ class _Rule:
     public: bool
     body: object
     line: int
+    source: str | None = None  # the file an imported rule was written in (None: the grammar's own)
 
 
 def jsgf_to_grammar(text: str, source: str = "<jsgf>", folder: Path | None = None) -> Grammar:
@@ -131,7 +132,7 @@ def _import(
         raise GrammarError(f"{where}: no {stem}.gram or {stem}.jsgf")
     text = found.read_text(encoding="utf-8", errors="replace")
     _, theirs = _parse_rules(text, str(found), found.parent, importing)
-    local = {n for n in theirs if "." not in n}
+    local = [n for n in theirs if "." not in n]  # in file order: the grammar is the same every run
     qualify = {n: f"{grammar}.{n}" for n in local}
 
     def requalified(node: object) -> object:
@@ -147,13 +148,13 @@ def _import(
 
     rules = {}
     for n, r in theirs.items():
-        rules[qualify.get(n, n)] = _Rule(qualify.get(n, n), False, requalified(r.body), r.line)
+        rules[qualify.get(n, n)] = _Rule(qualify.get(n, n), False, requalified(r.body), r.line, r.source or str(found))
     named = [n for n in local if theirs[n].public] if rule == "*" else [rule]
     for n in named:
         if n not in theirs or not theirs[n].public:
             problem = "has no rule" if n not in theirs else "keeps private"
             raise GrammarError(f"{where}: {found} {problem} <{n}>")
-        rules[n] = _Rule(n, False, rules[qualify[n]].body, theirs[n].line)
+        rules[n] = _Rule(n, False, rules[qualify[n]].body, theirs[n].line, theirs[n].source or str(found))
     return rules
 
 
@@ -302,9 +303,8 @@ def _resolve(rules: dict[str, _Rule], source: str, name: str) -> Grammar:
             if node.name not in rules and node.name.removeprefix(f"{name}.") in rules:
                 node = _Ref(node.name.removeprefix(f"{name}."), node.line)  # <grammar.rule>: this file's own
             if node.name not in rules:
-                raise GrammarError(
-                    f"{source}:{node.line}: rule <{stack[-1]}> uses <{node.name}>, which is never defined"
-                )
+                where = rules[stack[-1]].source or source if stack[-1] in rules else source
+                raise GrammarError(f"{where}:{node.line}: rule <{stack[-1]}> uses <{node.name}>, which is never defined")
             target = rules[node.name]
             if node.name in recursive:
                 # REPEAT_MAX recursive rules inside one another, whichever they are: rules that call each
@@ -346,7 +346,8 @@ def _resolve(rules: dict[str, _Rule], source: str, name: str) -> Grammar:
     for rule in rules.values():
         if rule.name in recursive and expand(rule.body, (rule.name,)) is _VOID:
             raise GrammarError(
-                f"{source}:{rule.line}: rule <{rule.name}> is recursive with no way out: every alternative uses it again"
+                f"{rule.source or source}:{rule.line}: rule <{rule.name}> is recursive with no way out: every alternative "
+                "uses it again"
             )
     publics = [r for r in rules.values() if r.public]
     if not publics:
