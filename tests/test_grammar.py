@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -436,6 +437,41 @@ def test_a_grammar_parses_text_as_the_tokenizer_normalizes_it() -> None:
     assert spoken.accepts("o j please") and spoken.accepts("three cokes please")
     assert spoken.spoken(str.lower) is spoken  # nothing left to change: the same grammar
     assert "like" not in other_words(Grammar.build({"x": ["I LIKE it"]}))  # an everyday word the grammar says
+
+
+def test_rhasspy_sentences_ini(tmp_path: Path) -> None:
+    """A Rhasspy or voice2json user's sentences.ini, as the voice2json docs write it: sections are
+    intents, tags name slots, substitutions say what a slot reports, $files and ranges are slots."""
+    (tmp_path / "slots").mkdir()
+    (tmp_path / "slots" / "color").write_text("red\n(dark blue | navy):blue\n")
+    path = tmp_path / "sentences.ini"
+    path.write_text(
+        "# lights\n[ChangeLightState]\nlight_name = (living room lamp | garage light){name}\n"
+        "turn (on | off){state} [the] <light_name>\n\n"
+        "[ChangeLightColor]\nset [the] (bedroom light){name:bedroom_light} [to] ($color){color}\n"
+        "set <ChangeLightState.light_name> to $color\n\n"
+        "[LightState]\nturn (on:enable | off:disable){state} everything\n:please stop\n\n"
+        "[SetTemperature]\n\\[please] set the oven to (100..200,50){degrees!int}\n")
+    grammar = grammar_from_file(path)
+    assert list(grammar.intents) == ["ChangeLightState", "ChangeLightColor", "LightState", "SetTemperature"]
+    assert grammar.parse("turn off the garage light").slots == {"state": "off", "name": "garage light"}
+    assert grammar.parse("set bedroom light to navy").slots == {"name": "bedroom_light", "color": "blue"}
+    assert grammar.parse("set living room lamp to dark blue").slots == {"name": "living room lamp", "color": "blue"}
+    # the same tag reporting otherwise for the same words: this intent's own slot
+    assert grammar.parse("turn on everything").slots == {"LightState.state": "enable"}
+    assert grammar.parse("stop").intent == "LightState" and not grammar.accepts("please stop")
+    assert grammar.parse("please set the oven to one hundred fifty").slots == {"degrees": 150}
+    assert grammar.accepts("set the oven to two hundred") and not grammar.accepts("set the oven to one hundred twenty")
+    from seqx.grammar.jsgf import grammar_files  # a corpus made from it depends on its slot files
+
+    assert grammar_files(path) == [path, tmp_path / "slots" / "color"]
+    for text, problem in [("turn on\n", ":1: a sentence before any [Intent] section"),
+                          ("[A]\nplay ($movies){movie}\n", ":2: $movies: no slot file"),
+                          ("[A]\nplay <nope>\n", ":2: <nope> is no rule of the file"),
+                          ("[A]\nturn (on | off\n", ":2: unbalanced brackets")]:
+        path.write_text(text)
+        with pytest.raises(GrammarError, match=re.escape(f"{path}{problem}")):
+            grammar_from_file(path)
 
 
 def test_phrase_list(tmp_path: Path) -> None:

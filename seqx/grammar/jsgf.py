@@ -417,8 +417,11 @@ def grammar_to_jsgf(grammar: Grammar, name: str | None = None) -> str:
 
 
 def grammar_files(path: Path) -> list[Path]:
-    """A grammar file and, for JSGF, every file its imports read (what a corpus made from it depends on)."""
+    """A grammar file and, for JSGF, every file its imports read, for Rhasspy's sentences.ini its slot
+    files (what a corpus made from it depends on)."""
     files = [path]
+    if path.suffix.lower() == ".ini" and (path.parent / "slots").is_dir():
+        files += sorted(f for f in (path.parent / "slots").rglob("*") if f.is_file())
     for file in files:
         if file.suffix.lower() in (".gram", ".jsgf") and file.is_file():
             text = file.read_text(encoding="utf-8", errors="replace")

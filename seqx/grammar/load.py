@@ -27,11 +27,12 @@ from seqx.grammar.errors import GrammarError
 from seqx.grammar.model import Grammar, Output, Slot, SlotValue, Template
 from seqx.grammar.syntax import SLOT_NAME, parse_template, slot_refs
 
-SUFFIXES = {".jsgf": "jsgf", ".gram": "jsgf", ".txt": "phrases", ".yaml": "yaml", ".yml": "yaml"}
+SUFFIXES = {".jsgf": "jsgf", ".gram": "jsgf", ".txt": "phrases", ".ini": "rhasspy", ".yaml": "yaml", ".yml": "yaml"}
 
 
 def grammar_from_file(path: str | Path) -> Grammar:
-    """A grammar file, by extension: .jsgf/.gram (JSGF), .txt (a phrase list), .yaml/.yml."""
+    """A grammar file, by extension: .jsgf/.gram (JSGF), .txt (a phrase list), .ini (Rhasspy's
+    sentences.ini), .yaml/.yml."""
     path = Path(path)
     kind = SUFFIXES.get(path.suffix.lower())
     if kind is None:
@@ -43,6 +44,10 @@ def grammar_from_file(path: str | Path) -> Grammar:
         from seqx.grammar.jsgf import jsgf_to_grammar
 
         return jsgf_to_grammar(text, source=str(path), folder=path.parent)
+    if kind == "rhasspy":
+        from seqx.grammar.rhasspy import rhasspy_to_grammar
+
+        return rhasspy_to_grammar(text, source=str(path), folder=path.parent)
     if kind == "phrases":
         from seqx.grammar.phrases import phrases_to_grammar
 

@@ -1,0 +1,256 @@
+"""Rhasspy's and voice2json's `sentences.ini`: a Rhasspy user's commands, as they wrote them.
+
+`[Intent]` sections of template sentences; `name = ...` rules inside a section, used as `<name>` (or
+`<Intent.name>` from another section); `(a | b)`, `[optional]`; tags `(red | green){color}` and
+`(living room lamp){name:switch_1}` name a slot; substitutions `on:enable` and `(a | b):out` say
+what the slot reports; `:please` is reported, never said; `$colors` is the slot file
+`slots/colors` beside the file (one value a line, the same syntax); `1..10` (`1..10,2`) a range
+of numbers, said as words and reported as numbers; `\\[` escapes a sentence's first bracket. A
+tagged part becomes a seqx slot of every way to say it (so it must be finite and not huge); what
+is outside tags is said as written and reports nothing. Converters (`!int`) are read and
+ignored. Errors name the file and line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from itertools import product
+from pathlib import Path
+
+from seqx.grammar.errors import GrammarError
+from seqx.grammar.model import Grammar, Output, Slot, SlotValue, Template
+from seqx.grammar.syntax import Alt, Expr, Opt, Seq, SlotRef, Word, render
+from seqx.tokenize.text import number_words
+
+MAX_SLOT_VALUES = 10_000  # a tag over more ways to say it than this is not a slot a command needs
+
+_TOKEN = re.compile(r"\{[^{}]*\}|<[^<>]*>|\$[\w.-]+(?:![\w!]+)?|:[^\s()\[\]|{}<>]*|[()\[\]|]|[^\s()\[\]|{}<>:]+(?::[^\s()\[\]|{}<>]*)?")
+_RANGE = re.compile(r"^(-?\d+)\.\.(-?\d+)(?:,(\d+))?(?:![\w!]+)?$")
+_RULE = re.compile(r"^([A-Za-z_][\w.-]*)\s*=\s*(.*)$")
+
+
+@dataclass(frozen=True)
+class _Said:
+    """Words said, and what a slot that holds them reports instead (None: the words themselves)."""
+
+    words: tuple[str, ...]
+    out: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class _Group:
+    kind: str  # "seq", "alt" or "opt"
+    parts: tuple[object, ...]
+    out: tuple[str, ...] | None = None  # `(a | b):out`
+
+
+@dataclass(frozen=True)
+class _Tag:
+    item: object
+    name: str
+    value: str | None  # `{name:value}`
+
+
+@dataclass(frozen=True)
+class _Ref:
+    name: str  # a rule, or `$file`
+    line: int
+
+
+def rhasspy_to_grammar(text: str, source: str = "<sentences.ini>", folder: Path | None = None) -> Grammar:
+    """`folder`: where `$name` finds `slots/name` (the file's own folder)."""
+    sections: dict[str, list[tuple[str, int]]] = {}
+    rules: dict[str, tuple[str, int]] = {}
+    intent = None
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]") and "|" not in line and " " not in line.strip("[]"):
+            intent = line[1:-1].strip()
+            sections.setdefault(intent, [])
+            continue
+        if intent is None:
+            raise GrammarError(f"{source}:{number}: a sentence before any [Intent] section")
+        line = line.removeprefix("\\")
+        rule = _RULE.match(line)
+        if rule:  # `<name>` in this section, `<Intent.name>` anywhere (a bare name elsewhere: the last one)
+            rules[rule.group(1)] = rules[f"{intent}.{rule.group(1)}"] = (rule.group(2), number)
+        else:
+            sections[intent].append((line, number))
+    if not any(sections.values()):
+        raise GrammarError(f"{source}: no sentences (an [Intent] section and a sentence under it)")
+    return _Builder(source, rules, Path(folder or ".")).grammar(Path(source).stem if not source.startswith("<") else "sentences", sections)
+
+
+class _Builder:
+    def __init__(self, source: str, rules: dict[str, tuple[str, int]], folder: Path) -> None:
+        self.source, self.rules, self.folder = source, rules, folder
+        self.slots: dict[str, Slot] = {}
+        self.intent = ""
+
+    def grammar(self, name: str, sections: dict[str, list[tuple[str, int]]]) -> Grammar:
+        templates = []
+        for intent, lines in sections.items():
+            self.intent = intent  # `<name>` is this section's rule first
+            for line, number in lines:
+                expr = self.expr(_parse(line, f"{self.source}:{number}"), f"{self.source}:{number}", ())
+                if expr is None:
+                    raise GrammarError(f"{self.source}:{number}: the sentence says nothing")
+                templates.append(Template(intent, render(expr), expr))
+        return Grammar(name, templates, self.slots)
+
+    def expr(self, node: object, where: str, stack: tuple[str, ...]) -> Expr | None:
+        """The part as seqx says it; tags become slots."""
+        if isinstance(node, _Said):
+            return _words(node.words)
+        if isinstance(node, _Tag):
+            return self.slot(node.name, self.values(node.item, where, stack), node.value, where)
+        if isinstance(node, _Ref):
+            if node.name.startswith("$"):
+                name = node.name[1:].split("!")[0]
+                return self.slot(name, self.values(node, where, stack), None, where)
+            return self.expr(self.rule(node, where, stack), where, (*stack, node.name))
+        if isinstance(node, str):  # a range of numbers, untagged: said as words
+            return Alt(tuple(_words(tuple(w.split())) for w, _ in _range(node)))
+        assert isinstance(node, _Group)
+        parts = [self.expr(p, where, stack) for p in node.parts]
+        kept = [p for p in parts if p is not None]
+        if node.kind == "seq":
+            return None if not kept else kept[0] if len(kept) == 1 else Seq(tuple(kept))
+        if not kept:
+            return None
+        body = kept[0] if len(kept) == 1 else Alt(tuple(kept))
+        return Opt(body) if node.kind == "opt" or len(kept) < len(parts) else body
+
+    def values(self, node: object, where: str, stack: tuple[str, ...]) -> list[_Said]:
+        """Every way to say the part, each with what it reports."""
+        if isinstance(node, _Said):
+            return [node]
+        if isinstance(node, _Tag):
+            return [_Said(v.words, (node.value,) if node.value else v.out) for v in self.values(node.item, where, stack)]
+        if isinstance(node, str):
+            return [_Said(tuple(w.split()), (str(n),)) for w, n in _range(node)]
+        if isinstance(node, _Ref):
+            if node.name.startswith("$"):
+                return self.slot_file(node.name[1:].split("!")[0], where, stack)
+            return self.values(self.rule(node, where, stack), where, (*stack, node.name))
+        assert isinstance(node, _Group)
+        options: list[_Said]
+        if node.kind == "seq":
+            options = [_Said((), ())]
+            for part in node.parts:
+                options = [_join(a, b) for a, b in product(options, self.values(part, where, stack))]
+                if len(options) > MAX_SLOT_VALUES:
+                    raise GrammarError(f"{where}: a tagged part has more than {MAX_SLOT_VALUES:,} ways to be said")
+        else:
+            options = [v for p in node.parts for v in self.values(p, where, stack)]
+            options += [_Said((), ())] if node.kind == "opt" else []
+        return [_Said(v.words, node.out) for v in options] if node.out is not None else options
+
+    def rule(self, ref: _Ref, where: str, stack: tuple[str, ...]) -> object:
+        name = f"{self.intent}.{ref.name}" if f"{self.intent}.{ref.name}" in self.rules else ref.name
+        if name not in self.rules:
+            raise GrammarError(f"{where}: <{ref.name}> is no rule of the file")
+        if ref.name in stack:
+            raise GrammarError(f"{where}: rule <{ref.name}> uses itself")
+        body, number = self.rules[name]
+        return _parse(body, f"{self.source}:{number}")
+
+    def slot_file(self, name: str, where: str, stack: tuple[str, ...]) -> list[_Said]:
+        path = self.folder / "slots" / name
+        if not path.is_file():
+            raise GrammarError(f"{where}: ${name}: no slot file {path}")
+        lines = [(raw.strip(), n) for n, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)]
+        return [v for line, n in lines if line and not line.startswith("#")
+                for v in self.values(_parse(line, f"{path}:{n}"), f"{path}:{n}", stack)]
+
+    def slot(self, name: str, said: list[_Said], value: str | None, where: str) -> SlotRef | None:
+        name = name.split("!")[0]
+        found: dict[tuple[str, ...], Output] = {}
+        for s in said:
+            if s.words:
+                out = value if value else " ".join(s.out if s.out is not None else s.words)
+                found.setdefault(s.words, int(out) if re.fullmatch(r"-?\d+", out) else out)
+        if not found:
+            return None
+        for key in (name, f"{self.intent}.{name}"):
+            # the same tag elsewhere: one slot of both lists (one light's name is any light's name), unless the
+            # same words report otherwise there (on:enable beside on); then this intent's own, named Intent.tag
+            known = {v.words: v.output for v in self.slots[key].values} if key in self.slots else {}
+            if all(known.get(w, o) == o for w, o in found.items()):
+                self.slots[key] = Slot(key, tuple(SlotValue(w, o) for w, o in {**known, **found}.items()))
+                break
+        else:
+            raise GrammarError(f"{where}: tag {{{name}}} reports two things for the same words in [{self.intent}]")
+        name = key
+        return SlotRef(name) if len(said) == len([s for s in said if s.words]) else Opt(SlotRef(name))
+
+
+def _words(words: tuple[str, ...]) -> Expr | None:
+    return None if not words else Word(words[0]) if len(words) == 1 else Seq(tuple(Word(w) for w in words))
+
+
+def _join(a: _Said, b: _Said) -> _Said:
+    return _Said(a.words + b.words, (a.out if a.out is not None else a.words) + (b.out if b.out is not None else b.words))
+
+
+def _range(text: str) -> list[tuple[str, int]]:
+    lo, hi, step = _RANGE.match(text).groups()  # type: ignore[union-attr]
+    numbers = range(int(lo), int(hi) + 1, int(step or 1))
+    return [(("minus " if n < 0 else "") + number_words(abs(n)), n) for n in numbers]
+
+
+def _parse(text: str, where: str) -> object:
+    """A sentence or rule body as a tree of _Said, _Group, _Tag, _Ref and range strings."""
+    tokens = _TOKEN.findall(text)
+    pos = 0
+
+    def alternatives(closer: str | None) -> object:
+        nonlocal pos
+        options = [sequence(closer)]
+        while pos < len(tokens) and tokens[pos] == "|":
+            pos += 1
+            options.append(sequence(closer))
+        if closer is not None:
+            if pos >= len(tokens) or tokens[pos] != closer:
+                raise GrammarError(f"{where}: unbalanced brackets: no '{closer}' in '{text}'")
+            pos += 1
+        elif pos < len(tokens):
+            raise GrammarError(f"{where}: unbalanced '{tokens[pos]}' in '{text}'")
+        return options[0] if len(options) == 1 else _Group("alt", tuple(options))
+
+    def sequence(closer: str | None) -> object:
+        nonlocal pos
+        items: list[object] = []
+        while pos < len(tokens) and tokens[pos] not in ("|", ")", "]"):
+            tok = tokens[pos]
+            pos += 1
+            if tok in ("(", "["):
+                inner = alternatives(")" if tok == "(" else "]")
+                group = inner if tok == "(" else _Group("opt", (inner,))
+                if pos < len(tokens) and tokens[pos].startswith(":"):  # `(a | b):out`
+                    out = (tokens[pos][1:],) if tokens[pos][1:] else ()
+                    group = _Group(group.kind, group.parts, out) if isinstance(group, _Group) else _Group("seq", (group,), out)
+                    pos += 1
+                items.append(group)
+            elif tok.startswith("{"):
+                if not items:
+                    raise GrammarError(f"{where}: tag {tok} follows nothing in '{text}'")
+                name, _, value = tok[1:-1].partition(":")
+                items[-1] = _Tag(items[-1], name.strip(), value.strip() or None)
+            elif tok.startswith("<"):
+                items.append(_Ref(tok[1:-1].strip(), 0))
+            elif tok.startswith("$"):
+                items.append(_Ref(tok, 0))
+            elif _RANGE.match(tok):
+                items.append(tok)
+            else:
+                said, colon, out = tok.partition(":")
+                items.append(_Said((said,) if said else (), (out,) if out else () if colon else None))
+        if not items:
+            raise GrammarError(f"{where}: empty alternative in '{text}'")
+        return items[0] if len(items) == 1 else _Group("seq", tuple(items))
+
+    return alternatives(None)
