@@ -281,6 +281,9 @@ def test_actions_match_a_slot_whose_output_is_a_number() -> None:
     found = match_action(actions, "set a timer for twelve minutes", "set_timer", {"number": 12})
     assert found is not None and render_argv(found, "", {"number": 12}) == ["timer", "12"]
     assert match_action(actions, "set a timer for two minutes", "set_timer", {"number": 2}) is None
+    # an action's text as the user writes it matches the text as decoding spells it
+    said = [ActionSettings(text="Check the battery!", run=["true"]), ActionSettings(text="Set it to 5", run=["true"])]
+    assert match_action(said, "check the battery") is said[0] and match_action(said, "set it to five") is said[1]
 
 
 def test_command_scores_count_which_slot_values_were_heard_as_which() -> None:

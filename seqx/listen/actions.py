@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from seqx.errors import SeqxError
-from seqx.recipe import ActionSettings
+from seqx.recipe import ActionSettings, TokenizerSettings
+from seqx.tokenize.text import normalize_text
 
 
 class ActionError(SeqxError):
@@ -40,6 +41,11 @@ def _norm(text: object) -> str:
     return " ".join(str(text).lower().split())
 
 
+def _said(text: str) -> str:
+    """An action's text as decoding spells it: "Check the battery!" is "check the battery"."""
+    return normalize_text(text, TokenizerSettings())
+
+
 def match_action(
     actions: Sequence[ActionSettings], text: str, intent: str | None = None, slots: dict[str, object] | None = None
 ) -> ActionSettings | None:
@@ -48,7 +54,7 @@ def match_action(
     for action in actions:
         if action.intent is not None and action.intent != intent:
             continue
-        if action.text is not None and _norm(action.text) != _norm(text):
+        if action.text is not None and _said(action.text) != _said(text):
             continue
         if all(_norm(slots.get(k, "")) == _norm(v) for k, v in action.when.items()):
             return action
