@@ -436,6 +436,9 @@ def test_a_grammar_parses_text_as_the_tokenizer_normalizes_it() -> None:
     assert spoken.parse("i'd like a dr pepper").slots == {"drink": "Dr. Pepper"}
     assert spoken.accepts("o j please") and spoken.accepts("three cokes please")
     assert spoken.spoken(str.lower) is spoken  # nothing left to change: the same grammar
+    counted = grammar_from_dict({"intents": {"n": ["{count} please"]}, "slots": {"count": [1, 2.5, "3"]}})
+    said = counted.spoken(lambda text: normalize_text(text, TokenizerSettings()))
+    assert said.parse("one please").slots == {"count": 1} and said.parse("three please").slots == {"count": "3"}
     assert "like" not in other_words(Grammar.build({"x": ["I LIKE it"]}))  # an everyday word the grammar says
 
 

@@ -172,6 +172,8 @@ def _value(raw: Any, source: str, slot: str) -> SlotValue:
         output = yaml.safe_load(text) if text and ":" not in text else text
         if output is None or isinstance(output, (list, dict)):
             output = text.strip()
+    elif isinstance(raw, int | float):  # `count: [1, 2, 3]`: said as the number, reported as it
+        words, output = str(raw), raw
     else:
         words = str(raw)
         output = " ".join(words.split())
