@@ -278,6 +278,10 @@ class SynthSettings(_Section):
     # at a command's start are told as verbs without it: seqx/data/verbs.py).
     # Every split and engine hears it; the transcript is unchanged. Empty: each engine's own reading
     say_as: dict[str, str] = Field(default_factory=dict)
+    # Your own recordings beside the made voices, train split only: a manifest (JSONL/CSV/TSV), a Kaldi dir or
+    # a folder of audio + .txt, read as data.manifest reads one; each used `recordings_repeat` times an epoch.
+    recordings: str | None = None
+    recordings_repeat: int = Field(4, ge=1, le=100)
     valid_voices: int = Field(4, ge=1)  # voices reserved for valid (never in train)
     test_voices: int = Field(6, ge=1)  # voices reserved for test (never in train or valid)
     # An engine heard only in test ("a new kind of voice"): all its voices are test speakers and none

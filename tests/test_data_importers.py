@@ -149,3 +149,33 @@ def test_one_speaker_manifest_is_carved_by_utterance(tmp_path: Path) -> None:
     assert report.counts == {"train": 36, "valid": 2, "test": 2}
     assert report.speakers == {"train": 1, "valid": 1, "test": 1}
     assert any("by utterance" in line for line in reporter.infos)
+
+
+def test_own_recordings_join_train_only_repeated_and_bad_ones_are_skipped(tmp_path: Path, espeak_wav) -> None:
+    """`data.synth.recordings`: a folder of the user's voice (audio + .txt) beside the made voices;
+    valid and test stay made voices never heard."""
+    mine = tmp_path / "mine" / "me"
+    espeak_wav(mine / "1.wav", "open the terminal")
+    (mine / "1.txt").write_text("Open the terminal!")
+    (mine / "2.wav").write_bytes(b"RIFF\x00\x00\x00\x00WAVEfmt garbage")
+    (mine / "2.txt").write_text("check the battery")
+    sets = [f"exp_dir={tmp_path / 'exp'}", "data.size=40", "data.synth.engines=[espeak-ng]", "data.synth.test_engine=same",
+            "data.synth.valid_voices=1", "data.synth.test_voices=1", "data.synth.piper_voices=[]",
+            f"data.synth.recordings={tmp_path / 'mine'}", "data.synth.recordings_repeat=3"]
+    from seqx.recipe import load_recipe
+
+    recipe = load_recipe(Path(__file__).resolve().parents[1] / "recipes/commands.yaml", sets)
+    report = run_data_stage(recipe, Collect())
+    splits = {s: read_manifest(recipe.data_dir / f"{s}.jsonl") for s in SPLITS}
+    own = [u for u in splits["train"] if u.id.startswith("own-")]
+    assert len(own) == 3 and {u.text for u in own} == {"Open the terminal!"} and {u.speaker for u in own} == {"own:me"}
+    assert not any(u.id.startswith("own-") for u in splits["valid"] + splits["test"])
+    assert any("2.wav" in what and "unreadable audio" in why for what, why in report.skipped)
+    assert run_data_stage(recipe, Collect()).fresh
+    espeak_wav(mine / "1.wav", "open the browser")  # a recording changed: the corpus is made again
+    (mine / "1.txt").write_text("open the browser")
+    assert not run_data_stage(recipe, Collect()).fresh
+    missing = load_recipe(Path(__file__).resolve().parents[1] / "recipes/commands.yaml",
+                          [*sets[:-2], f"data.synth.recordings={tmp_path / 'nowhere'}"])
+    with pytest.raises(SeqxError, match="data.synth.recordings: .*nowhere: no such file or folder"):
+        run_data_stage(missing, Collect())

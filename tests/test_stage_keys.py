@@ -46,6 +46,8 @@ CASES = [
     ("data__sample_rate", 8000, {"data", "featurize"}),
     ("data__synth__engines", ["espeak-ng", "hibari"], {"data"}),
     ("data__synth__hibari_voices", ["emma"], set()),  # hibari not in the recipe: corpora from before stay fresh
+    ("data__synth__recordings_repeat", 4, set()),  # the default, and no recordings: corpora from before stay fresh
+    ("data__synth__recordings_repeat", 8, set()),  # without recordings it means nothing
     ("features__kind", "mfcc", {"featurize"}),
     ("features__n_mels", 40, {"featurize"}),
     ("features__workers", 3, set()),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +50,8 @@ def _key(recipe: Recipe) -> str:
     elif recipe.data.synth.grammar is not None and recipe.data.synth.grammar.file:
         # a grammar file: its contents count, and those of the JSGF files it imports
         inputs = [input_signature(f) for f in grammar_files(Path(recipe.data.synth.grammar.file))]
+    if recipe.data.source == "synth" and recipe.data.synth.recordings:
+        inputs.append(input_signature(Path(recipe.data.synth.recordings)))
     settings = recipe.data.model_dump(mode="json", exclude={"workers"})
     if not recipe.data.synth.augment.any_on:
         del settings["synth"]["augment"]  # all off: a corpus made before augmentation existed is still fresh
@@ -82,6 +84,8 @@ def _key(recipe: Recipe) -> str:
         del settings["synth"]["pause_share"], settings["synth"]["pause_gaps"]  # the same
     if not settings["synth"]["say_as"]:
         del settings["synth"]["say_as"]  # the same
+    if not settings["synth"]["recordings"]:
+        del settings["synth"]["recordings"], settings["synth"]["recordings_repeat"]  # the same
     # the letter "a" told as its name, then a command's verb as a verb, since 2026-12-01 (engines.told);
     # everyday English holds "close" and "use"
     if synthesized:
@@ -121,6 +125,9 @@ def _run_data_stage(recipe: Recipe, reporter: Reporter, force: bool) -> DataRepo
     if recipe.data.source == "synth":
         manifests, heldout, skipped = synthesize(recipe.data, out_dir, reporter)
         atomic_write_text(out_dir / "heldout_commands.txt", "".join(c + "\n" for c in heldout))
+        if recipe.data.synth.recordings:
+            own, bad = _own_recordings(recipe, reporter)
+            manifests["train"], skipped = manifests["train"] + own, skipped + bad
     else:
         manifests, skipped = _import(recipe, reporter)
     for split, utts in manifests.items():
@@ -130,6 +137,28 @@ def _run_data_stage(recipe: Recipe, reporter: Reporter, force: bool) -> DataRepo
         fault_point("data")
     mark_done(out_dir, key, skipped=len(skipped))
     return _report(out_dir, False, manifests, skipped)
+
+
+def _own_recordings(recipe: Recipe, reporter: Reporter) -> tuple[list[Utterance], list[tuple[str, str]]]:
+    """`data.synth.recordings`: the user's own voice beside the made ones, in train only (valid and test
+    stay voices never heard, so their figures still say how a new voice fares), each recording
+    `recordings_repeat` times: a few dozen among thousands would otherwise hardly count."""
+    source = Path(recipe.data.synth.recordings or "")
+    if not source.exists():
+        raise SeqxError(f"data.synth.recordings: {source}: no such file or folder")
+    rows = read_rows(source, recipe.data.manifest.model_copy(update={"train": str(source)}))
+    task = reporter.task("check recordings", total=len(rows), unit="utt")
+    kept, bad = check_rows(rows, recipe.data.max_duration, task.advance)
+    task.close()
+    for what, reason in bad:
+        reporter.warn(f"{what}: {reason}")
+    if not kept:
+        raise SeqxError(f"data.synth.recordings: {source}: no usable recordings")
+    repeat = recipe.data.synth.recordings_repeat
+    reporter.info(f"data.synth.recordings: {len(kept)} recordings of {len({u.speaker for u in kept})} speaker(s), "
+                  f"each {repeat} times in train")
+    own = [replace(u, id=f"own-{u.id}-{k}", speaker=f"own:{u.speaker}") for k in range(repeat) for u in kept]
+    return own, bad
 
 
 def _import(recipe: Recipe, reporter: Reporter) -> tuple[dict[str, list[Utterance]], list[tuple[str, str]]]:
