@@ -67,7 +67,7 @@ def rhasspy_to_grammar(text: str, source: str = "<sentences.ini>", folder: Path 
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        if line.startswith("[") and line.endswith("]") and "|" not in line and " " not in line.strip("[]"):
+        if re.fullmatch(r"\[[^\[\]]+\]", line):  # a section, as configparser reads it (a sentence escapes: `\[the] ...`)
             intent = line[1:-1].strip()
             sections.setdefault(intent, [])
             continue
