@@ -425,7 +425,7 @@ def grammar_files(path: Path) -> list[Path]:
     for file in files:
         if file.suffix.lower() in (".gram", ".jsgf") and file.is_file():
             text = file.read_text(encoding="utf-8", errors="replace")
-            for grammar in re.findall(r"^\s*import\s*<\s*([^>]*)\.[^.>]*>", text, flags=re.M):
+            for grammar in re.findall(r"^\s*import\s*<\s*([^>]*)\.[^.>]*>", text, flags=re.MULTILINE):
                 found = _imported_file(file.parent, grammar.strip())
                 files += [found] if found is not None and found not in files else []
     return files

@@ -16,7 +16,6 @@ sentence against the templates.
 
 from __future__ import annotations
 
-
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -28,7 +27,18 @@ import numpy as np
 from seqx.grammar.errors import GrammarError
 from seqx.grammar.fsa import DFA, NFA, determinize, minimize
 from seqx.grammar.syntax import (
-    Alt, Expr, Opt, Seq, SlotRef, Word, can_say_nothing, literal_words, parse_template, render, says_something, slot_refs,
+    Alt,
+    Expr,
+    Opt,
+    Seq,
+    SlotRef,
+    Word,
+    can_say_nothing,
+    literal_words,
+    parse_template,
+    render,
+    says_something,
+    slot_refs,
 )
 
 Output = str | int | float | bool
