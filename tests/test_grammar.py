@@ -345,7 +345,7 @@ def test_jsgf_import_reads_the_grammar_beside_it(tmp_path: Path) -> None:
                                             for a in ("go", "stop") for t in ("", " thanks")}
     path.write_text("import <polite.*>;\npublic <c> = <startPolite> <endPolite>;")
     assert enumerate_sentences(grammar_from_file(path)) == {"please thanks", "kindly thanks"}
-    from seqx.grammar.jsgf import grammar_files  # what a corpus made from it depends on
+    from seqx.grammar.load import grammar_files  # what a corpus made from it depends on
 
     assert grammar_files(path) == [path, tmp_path / "polite.gram"]
     for target, problem in [("polite.secret", "keeps private <secret>"), ("polite.none", "has no rule <none>")]:
@@ -465,7 +465,7 @@ def test_rhasspy_sentences_ini(tmp_path: Path) -> None:
     assert grammar.parse("stop").intent == "LightState" and not grammar.accepts("please stop")
     assert grammar.parse("please set the oven to one hundred fifty").slots == {"degrees": 150}
     assert grammar.accepts("set the oven to two hundred") and not grammar.accepts("set the oven to one hundred twenty")
-    from seqx.grammar.jsgf import grammar_files  # a corpus made from it depends on its slot files
+    from seqx.grammar.load import grammar_files  # a corpus made from it depends on its slot files
 
     assert grammar_files(path) == [path, tmp_path / "slots" / "color"]
     for text, problem in [("turn on\n", ":1: a sentence before any [Intent] section"),

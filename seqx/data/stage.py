@@ -14,7 +14,7 @@ from seqx.data.manifest import Utterance, read_manifest, write_manifest
 from seqx.data.synth import OTHER_LENGTHS, SPLITS, corpus_grammar, oog_strings_changed, other_word_share, synthesize
 from seqx.errors import SeqxError
 from seqx.faults import fault_point
-from seqx.grammar.jsgf import grammar_files
+from seqx.grammar.load import grammar_files
 from seqx.grammar.model import Grammar
 from seqx.lock import stage_lock
 from seqx.recipe import Recipe

@@ -108,7 +108,7 @@ def _parse_rules(
     return name, {**{k: v for k, v in imported.items() if k not in rules}, **rules}
 
 
-def _imported_file(folder: Path, grammar: str) -> Path | None:
+def imported_file(folder: Path, grammar: str) -> Path | None:
     """Where `import <grammar.rule>;` finds its grammar: grammar.gram or .jsgf, a package's dots as folders."""
     stem = folder / grammar.replace(".", "/")
     return next((f for f in (stem.with_name(stem.name + e) for e in (".gram", ".jsgf")) if f.is_file()), None)
@@ -126,7 +126,7 @@ def _import(
     grammar, rule = target[1:-1].strip().rsplit(".", 1)
     if grammar in importing:
         raise GrammarError(f"{where}: {grammar} imports itself ({' -> '.join((*importing, grammar))})")
-    found = _imported_file(Path(folder or "."), grammar)
+    found = imported_file(Path(folder or "."), grammar)
     if found is None:
         stem = Path(folder or ".") / grammar.replace(".", "/")
         raise GrammarError(f"{where}: no {stem}.gram or {stem}.jsgf")
@@ -414,21 +414,6 @@ def grammar_to_jsgf(grammar: Grammar, name: str | None = None) -> str:
         values = " | ".join(" ".join(v.words) for v in grammar.slots[slot].values)
         lines.append(f"<slot_{_rule_name(slot)}> = {values};")
     return "\n".join(lines) + "\n"
-
-
-def grammar_files(path: Path) -> list[Path]:
-    """A grammar file and, for JSGF, every file its imports read, for Rhasspy's sentences.ini its slot
-    files (what a corpus made from it depends on)."""
-    files = [path]
-    if path.suffix.lower() == ".ini" and (path.parent / "slots").is_dir():
-        files += sorted(f for f in (path.parent / "slots").rglob("*") if f.is_file())
-    for file in files:
-        if file.suffix.lower() in (".gram", ".jsgf") and file.is_file():
-            text = file.read_text(encoding="utf-8", errors="replace")
-            for grammar in re.findall(r"^\s*import\s*<\s*([^>]*)\.[^.>]*>", text, flags=re.MULTILINE):
-                found = _imported_file(file.parent, grammar.strip())
-                files += [found] if found is not None and found not in files else []
-    return files
 
 
 def load_jsgf(path: str) -> Grammar:

@@ -24,10 +24,26 @@ from typing import Any
 
 from seqx.errors import yaml_problem
 from seqx.grammar.errors import GrammarError
+from seqx.grammar.jsgf import imported_file
 from seqx.grammar.model import Grammar, Output, Slot, SlotValue, Template
 from seqx.grammar.syntax import SLOT_NAME, parse_template, slot_refs
 
 SUFFIXES = {".jsgf": "jsgf", ".gram": "jsgf", ".txt": "phrases", ".ini": "rhasspy", ".yaml": "yaml", ".yml": "yaml"}
+
+
+def grammar_files(path: Path) -> list[Path]:
+    """A grammar file and, for JSGF, every file its imports read, for Rhasspy's sentences.ini its slot
+    files (what a corpus made from it depends on)."""
+    files = [path]
+    if path.suffix.lower() == ".ini" and (path.parent / "slots").is_dir():
+        files += sorted(f for f in (path.parent / "slots").rglob("*") if f.is_file())
+    for file in files:
+        if file.suffix.lower() in (".gram", ".jsgf") and file.is_file():
+            text = file.read_text(encoding="utf-8", errors="replace")
+            for grammar in re.findall(r"^\s*import\s*<\s*([^>]*)\.[^.>]*>", text, flags=re.MULTILINE):
+                found = imported_file(file.parent, grammar.strip())
+                files += [found] if found is not None and found not in files else []
+    return files
 
 
 def grammar_from_file(path: str | Path) -> Grammar:
