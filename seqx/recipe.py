@@ -51,7 +51,7 @@ class IntentSettings(_Section):
 class GrammarSettings(_Section):
     """The command grammar (seqx/grammar/load.py documents the format): intents made of templates
     with `(a | b)`, `[optional]` and `{slot}`; slots made of values, each words or `{words: output}`.
-    `grammar: FILE` (a .jsgf/.gram, .txt phrase list, Rhasspy .ini or .yaml grammar) is short for `grammar: {file: FILE}`."""
+    `grammar: FILE` (a .jsgf/.gram, .txt phrase list, Vosk .json, Rhasspy .ini or .yaml grammar) is short for `grammar: {file: FILE}`."""
 
     file: str | None = None
     intents: dict[str, list[str | dict[str, float]] | IntentSettings] = Field(default_factory=dict)
@@ -527,7 +527,7 @@ class DecodeSettings(_Section):
     # audio whose loudest 100 ms stays below this level is silence: no speech, the model is not asked
     silence_dbfs: float = Field(-60.0, ge=-120.0, le=0.0)
     # the grammar decoding is restricted to: `recipe` (the one the bundle was trained from, none
-    # when it had none), `none` (free decoding), or a grammar file (.yaml/.jsgf/.gram/.txt/.ini)
+    # when it had none), `none` (free decoding), or a grammar file (.yaml/.jsgf/.gram/.txt/.json/.ini)
     grammar: str = "recipe"
     # with a grammar: a result whose CTC gap is above this is rejected ("not understood"; it
     # replaces max_ctc_gap, which applies to free decoding). `auto`: chosen on the valid split

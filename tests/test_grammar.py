@@ -477,6 +477,18 @@ def test_rhasspy_sentences_ini(tmp_path: Path) -> None:
             grammar_from_file(path)
 
 
+def test_vosk_grammar_json(tmp_path: Path) -> None:
+    """The JSON list a Vosk KaldiRecognizer takes; its "[unk]" is seqx's own "not understood"."""
+    path = tmp_path / "lights.json"
+    path.write_text('["turn on the light", "turn off the light", "[unk]"]')
+    grammar = grammar_from_file(path)
+    assert enumerate_sentences(grammar) == {"turn on the light", "turn off the light"}
+    assert list(grammar.intents) == ["lights"]
+    path.write_text('{"turn": "on"}')
+    with pytest.raises(GrammarError, match="a Vosk grammar is a JSON list of phrases"):
+        grammar_from_file(path)
+
+
 def test_phrase_list(tmp_path: Path) -> None:
     path = tmp_path / "phrases.txt"
     path.write_text("# my commands\nlights on\nlights off  # evening\n\n(open | close) the door\n")

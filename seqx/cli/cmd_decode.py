@@ -57,7 +57,7 @@ GrammarOpt = Annotated[
     typer.Option(
         "--grammar",
         "-g",
-        help="Restrict decoding to a grammar file (.yaml/.jsgf/.gram/.txt/.ini), `recipe` (the model's training "
+        help="Restrict decoding to a grammar file (.yaml/.jsgf/.gram/.txt/.json/.ini), `recipe` (the model's training "
         "grammar) or `none` (free decoding); default: the bundle's decode.grammar.",
     ),
 ]

@@ -25,7 +25,7 @@ def export(
     grammar: Annotated[
         Optional[str],
         typer.Option("--grammar", "-g", help="The grammar the export decodes with: a grammar file "
-                     "(.yaml/.jsgf/.gram/.txt/.ini), `recipe` (the model's) or `none` (default: the bundle's decode.grammar)."),
+                     "(.yaml/.jsgf/.gram/.txt/.json/.ini), `recipe` (the model's) or `none` (default: the bundle's decode.grammar)."),
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:

@@ -1,4 +1,4 @@
-"""`seqx grammar`: what a grammar (a recipe's, a .jsgf/.gram, a .txt phrase list, a Rhasspy .ini, a .yaml) holds."""
+"""`seqx grammar`: what a grammar (a recipe's, a .jsgf/.gram, a .txt phrase list, a Vosk .json, a Rhasspy .ini, a .yaml) holds."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from seqx.recipe import DEFAULT_RECIPE
 
 
 def grammar(
-    path: Annotated[Path, typer.Argument(help="A recipe, or a grammar file: .jsgf/.gram, .txt (phrases), .ini (Rhasspy), .yaml.")] = (
+    path: Annotated[Path, typer.Argument(help="A recipe, or a grammar file: .jsgf/.gram, .txt (phrases), .json (Vosk), .ini (Rhasspy), .yaml.")] = (
         DEFAULT_RECIPE
     ),
     show: Annotated[bool, typer.Option("--show", help="Intents, slot sizes, vocabulary, sentence count.")] = False,

@@ -28,7 +28,9 @@ from seqx.grammar.jsgf import imported_file
 from seqx.grammar.model import Grammar, Output, Slot, SlotValue, Template
 from seqx.grammar.syntax import SLOT_NAME, parse_template, slot_refs
 
-SUFFIXES = {".jsgf": "jsgf", ".gram": "jsgf", ".txt": "phrases", ".ini": "rhasspy", ".yaml": "yaml", ".yml": "yaml"}
+SUFFIXES = {
+    ".jsgf": "jsgf", ".gram": "jsgf", ".txt": "phrases", ".json": "vosk", ".ini": "rhasspy", ".yaml": "yaml", ".yml": "yaml",
+}
 
 
 def grammar_files(path: Path) -> list[Path]:
@@ -47,8 +49,8 @@ def grammar_files(path: Path) -> list[Path]:
 
 
 def grammar_from_file(path: str | Path) -> Grammar:
-    """A grammar file, by extension: .jsgf/.gram (JSGF), .txt (a phrase list), .ini (Rhasspy's
-    sentences.ini), .yaml/.yml."""
+    """A grammar file, by extension: .jsgf/.gram (JSGF), .txt (a phrase list), .json (Vosk's phrase
+    list), .ini (Rhasspy's sentences.ini), .yaml/.yml."""
     path = Path(path)
     kind = SUFFIXES.get(path.suffix.lower())
     if kind is None:
@@ -64,6 +66,10 @@ def grammar_from_file(path: str | Path) -> Grammar:
         from seqx.grammar.rhasspy import rhasspy_to_grammar
 
         return rhasspy_to_grammar(text, source=str(path), folder=path.parent)
+    if kind == "vosk":
+        from seqx.grammar.phrases import vosk_to_grammar
+
+        return vosk_to_grammar(text, source=str(path))
     if kind == "phrases":
         from seqx.grammar.phrases import phrases_to_grammar
 

@@ -1,7 +1,9 @@
 """A plain phrase list (Vosk's way): one command a line, `#` starts a comment.
 
 Each line is a template of its own, so plain words work and so do `(a | b)` and
-`[optional]`; all lines make one intent named after the file.
+`[optional]`; all lines make one intent named after the file. Vosk's own form, the JSON list a
+KaldiRecognizer takes (`["turn on the light", "turn off the light", "[unk]"]`), is a phrase list
+too (a `.json` file); its "[unk]" (anything else) is what seqx's rejection does, so it is dropped.
 """
 
 from __future__ import annotations
@@ -28,3 +30,16 @@ def phrases_to_grammar(text: str, source: str = "<phrases>", intent: str | None 
     if not templates:
         raise GrammarError(f"{source}: no phrases (one command a line)")
     return Grammar(name, templates, {})
+
+
+def vosk_to_grammar(text: str, source: str = "<vosk>") -> Grammar:
+    """A Vosk grammar: a JSON list of phrases; "[unk]" dropped (seqx answers "not understood" itself)."""
+    import json
+
+    try:
+        phrases = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise GrammarError(f"{source}:{err.lineno}: not JSON ({err.msg})") from None
+    if not isinstance(phrases, list) or not all(isinstance(p, str) for p in phrases):
+        raise GrammarError(f'{source}: a Vosk grammar is a JSON list of phrases, ["turn on the light", ...]')
+    return phrases_to_grammar("\n".join(p for p in phrases if p.strip() != "[unk]"), source)
