@@ -335,6 +335,13 @@ class DataSettings(_Section):
     synth: SynthSettings = Field(default_factory=SynthSettings)
     manifest: ManifestSettings = Field(default_factory=ManifestSettings)
 
+    @model_validator(mode="after")
+    def _check_recordings(self) -> DataSettings:
+        if self.synth.recordings and self.source != "synth":
+            raise ValueError("data.synth.recordings: joins a synthetic corpus (data.source synth); with "
+                             "data.source manifest, put the recordings in data.manifest.train")
+        return self
+
 
 # ---------------------------------------------------------------------- features
 

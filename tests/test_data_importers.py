@@ -179,3 +179,7 @@ def test_own_recordings_join_train_only_repeated_and_bad_ones_are_skipped(tmp_pa
                           [*sets[:-2], f"data.synth.recordings={tmp_path / 'nowhere'}"])
     with pytest.raises(SeqxError, match="data.synth.recordings: .*nowhere: no such file or folder"):
         run_data_stage(missing, Collect())
+    from seqx.recipe import RecipeError
+
+    with pytest.raises(RecipeError, match="data.synth.recordings: joins a synthetic corpus"):  # not silently ignored
+        load_recipe(Path(__file__).resolve().parents[1] / "recipes/commands.yaml", [*sets, "data.source=manifest"])
