@@ -26,7 +26,7 @@ from pathlib import Path
 
 from seqx.grammar.errors import GrammarError
 from seqx.grammar.model import Grammar, Slot, SlotValue, Template
-from seqx.grammar.syntax import Alt, Expr, Opt, Seq, SlotRef, Word, render
+from seqx.grammar.syntax import Alt, Expr, Opt, Seq, SlotRef, Word, choice_of, render, sequence_of
 
 REPEAT_MAX = 5  # `x+`: x said 1 to 5 times; `x*`: 0 to 5
 
@@ -327,15 +327,10 @@ def _resolve(rules: dict[str, _Rule], source: str, name: str) -> Grammar:
             items = [expand(i, stack) for i in node.items]
             if any(i is _VOID for i in items):
                 return _VOID
-            items = [i for i in items if i is not None]
-            return None if not items else items[0] if len(items) == 1 else Seq(tuple(items))
+            return sequence_of(items)
         if isinstance(node, Alt):
             options = [o for o in (expand(o, stack) for o in node.options) if o is not _VOID]
-            said = [o for o in options if o is not None]
-            if not options:
-                return _VOID
-            body = None if not said else said[0] if len(said) == 1 else Alt(tuple(said))
-            return Opt(body) if body is not None and len(said) < len(options) else body
+            return choice_of(options) if options else _VOID
         if isinstance(node, Opt):
             item = expand(node.item, stack)
             return None if item is None or item is _VOID else Opt(item)

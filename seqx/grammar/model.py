@@ -34,10 +34,12 @@ from seqx.grammar.syntax import (
     SlotRef,
     Word,
     can_say_nothing,
+    choice_of,
     literal_words,
     parse_template,
     render,
     says_something,
+    sequence_of,
     slot_refs,
 )
 
@@ -307,14 +309,9 @@ class Grammar:
             if isinstance(expr, Opt):
                 item = respell(expr.item)
                 return None if item is None else Opt(item)
-            parts = [respell(e) for e in (expr.items if isinstance(expr, Seq) else expr.options)]
-            kept = [e for e in parts if e is not None]
-            if not kept:
-                return None
             if isinstance(expr, Seq):
-                return kept[0] if len(kept) == 1 else Seq(tuple(kept))
-            body = kept[0] if len(kept) == 1 else Alt(tuple(kept))
-            return body if len(kept) == len(parts) else Opt(body)  # an alternative said as nothing
+                return sequence_of([respell(e) for e in expr.items])
+            return choice_of([respell(e) for e in expr.options])  # an alternative said as nothing: optional
 
         slots = {
             name: Slot(name, tuple(SlotValue(sum((words(w) for w in v.words), ()) or v.words, v.output) for v in slot.values))

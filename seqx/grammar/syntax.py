@@ -135,6 +135,21 @@ def literal_words(expr: Expr) -> set[str]:
     return set().union(*(literal_words(c) for c in children))
 
 
+def sequence_of(parts: list[Expr | None]) -> Expr | None:
+    """The parts in a row, those that say nothing (None) left out; None when all do."""
+    kept = [p for p in parts if p is not None]
+    return None if not kept else kept[0] if len(kept) == 1 else Seq(tuple(kept))
+
+
+def choice_of(options: list[Expr | None]) -> Expr | None:
+    """One of the options; an option that says nothing (None) makes the choice optional."""
+    said = [o for o in options if o is not None]
+    if not said:
+        return None
+    body = said[0] if len(said) == 1 else Alt(tuple(said))
+    return Opt(body) if len(said) < len(options) else body
+
+
 def can_say_nothing(expr: Expr) -> bool:
     """Whether every part of the expression may be left out (`[go] [now]`)."""
     if isinstance(expr, Word | SlotRef):
