@@ -20,7 +20,7 @@ from pathlib import Path
 
 from seqx.grammar.errors import GrammarError
 from seqx.grammar.model import Grammar, Output, Slot, SlotValue, Template
-from seqx.grammar.syntax import Alt, Expr, Opt, Seq, SlotRef, Word, render
+from seqx.grammar.syntax import Alt, Expr, Opt, Seq, SlotRef, Word, choice_of, render, sequence_of
 from seqx.tokenize.text import number_words
 
 MAX_SLOT_VALUES = 10_000  # a tag over more ways to say it than this is not a slot a command needs
@@ -55,7 +55,6 @@ class _Tag:
 @dataclass(frozen=True)
 class _Ref:
     name: str  # a rule, or `$file`
-    line: int
 
 
 def rhasspy_to_grammar(text: str, source: str = "<sentences.ini>", folder: Path | None = None) -> Grammar:
@@ -89,6 +88,7 @@ class _Builder:
         self.source, self.rules, self.folder = source, rules, folder
         self.slots: dict[str, Slot] = {}
         self.intent = ""
+        self.parsed: dict[str, object] = {}  # rule bodies and slot files, parsed once
 
     def grammar(self, name: str, sections: dict[str, list[tuple[str, int]]]) -> Grammar:
         templates = []
@@ -116,13 +116,9 @@ class _Builder:
             return Alt(tuple(_words(tuple(w.split())) for w, _ in _range(node)))
         assert isinstance(node, _Group)
         parts = [self.expr(p, where, stack) for p in node.parts]
-        kept = [p for p in parts if p is not None]
         if node.kind == "seq":
-            return None if not kept else kept[0] if len(kept) == 1 else Seq(tuple(kept))
-        if not kept:
-            return None
-        body = kept[0] if len(kept) == 1 else Alt(tuple(kept))
-        return Opt(body) if node.kind == "opt" or len(kept) < len(parts) else body
+            return sequence_of(parts)
+        return choice_of(parts if node.kind == "alt" else [*parts, None])  # `[...]`: or nothing
 
     def values(self, node: object, where: str, stack: tuple[str, ...]) -> list[_Said]:
         """Every way to say the part, each with what it reports."""
@@ -155,16 +151,20 @@ class _Builder:
             raise GrammarError(f"{where}: <{ref.name}> is no rule of the file")
         if ref.name in stack:
             raise GrammarError(f"{where}: rule <{ref.name}> uses itself")
-        body, number = self.rules[name]
-        return _parse(body, f"{self.source}:{number}")
+        if name not in self.parsed:  # a rule used in many places is read once
+            body, number = self.rules[name]
+            self.parsed[name] = _parse(body, f"{self.source}:{number}")
+        return self.parsed[name]
 
     def slot_file(self, name: str, where: str, stack: tuple[str, ...]) -> list[_Said]:
         path = self.folder / "slots" / name
         if not path.is_file():
             raise GrammarError(f"{where}: ${name}: no slot file {path}")
-        lines = [(raw.strip(), n) for n, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)]
-        return [v for line, n in lines if line and not line.startswith("#")
-                for v in self.values(_parse(line, f"{path}:{n}"), f"{path}:{n}", stack)]
+        if f"${name}" not in self.parsed:  # read once however often it is used
+            lines = [(raw.strip(), n) for n, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)]
+            self.parsed[f"${name}"] = [(_parse(line, f"{path}:{n}"), f"{path}:{n}")
+                                       for line, n in lines if line and not line.startswith("#")]
+        return [v for node, at in self.parsed[f"${name}"] for v in self.values(node, at, stack)]
 
     def slot(self, name: str, said: list[_Said], value: str | None, where: str) -> SlotRef | None:
         name = name.split("!")[0]
@@ -241,9 +241,9 @@ def _parse(text: str, where: str) -> object:
                 name, _, value = tok[1:-1].partition(":")
                 items[-1] = _Tag(items[-1], name.strip(), value.strip() or None)
             elif tok.startswith("<"):
-                items.append(_Ref(tok[1:-1].strip(), 0))
+                items.append(_Ref(tok[1:-1].strip()))
             elif tok.startswith("$"):
-                items.append(_Ref(tok, 0))
+                items.append(_Ref(tok))
             elif _RANGE.match(tok):
                 items.append(tok)
             else:
