@@ -17,7 +17,7 @@ from seqx.faults import fault_point
 from seqx.grammar.load import grammar_files
 from seqx.grammar.model import Grammar
 from seqx.lock import stage_lock
-from seqx.recipe import Recipe
+from seqx.recipe import ManifestSettings, Recipe
 from seqx.report import Collect, Reporter
 from seqx.stage import atomic_write_text, file_signature, fingerprint, is_fresh, mark_done
 
@@ -139,6 +139,19 @@ def _run_data_stage(recipe: Recipe, reporter: Reporter, force: bool) -> DataRepo
     return _report(out_dir, False, manifests, skipped)
 
 
+def _checked(
+    source: Path, settings: ManifestSettings, what: str, max_duration: float, reporter: Reporter
+) -> tuple[list[Utterance], list[tuple[str, str]]]:
+    """A manifest source's usable utterances, with a progress bar; each skipped one is said, with why."""
+    rows = read_rows(source, settings)
+    task = reporter.task(f"check {what}", total=len(rows), unit="utt")
+    kept, bad = check_rows(rows, max_duration, task.advance)
+    task.close()
+    for name, reason in bad:
+        reporter.warn(f"{name}: {reason}")
+    return kept, bad
+
+
 def _own_recordings(recipe: Recipe, reporter: Reporter) -> tuple[list[Utterance], list[tuple[str, str]]]:
     """`data.synth.recordings`: the user's own voice beside the made ones, in train only (valid and test
     stay voices never heard, so their figures still say how a new voice fares), each recording
@@ -146,12 +159,7 @@ def _own_recordings(recipe: Recipe, reporter: Reporter) -> tuple[list[Utterance]
     source = Path(recipe.data.synth.recordings or "")
     if not source.exists():
         raise SeqxError(f"data.synth.recordings: {source}: no such file or folder")
-    rows = read_rows(source, recipe.data.manifest.model_copy(update={"train": str(source)}))
-    task = reporter.task("check recordings", total=len(rows), unit="utt")
-    kept, bad = check_rows(rows, recipe.data.max_duration, task.advance)
-    task.close()
-    for what, reason in bad:
-        reporter.warn(f"{what}: {reason}")
+    kept, bad = _checked(source, recipe.data.manifest, "recordings", recipe.data.max_duration, reporter)
     if not kept:
         raise SeqxError(f"data.synth.recordings: {source}: no usable recordings")
     repeat = recipe.data.synth.recordings_repeat
@@ -171,12 +179,7 @@ def _import(recipe: Recipe, reporter: Reporter) -> tuple[dict[str, list[Utteranc
         source = getattr(settings, split)
         if not source:
             continue
-        rows = read_rows(Path(source), settings)
-        task = reporter.task(f"check {split}", total=len(rows), unit="utt")
-        kept, bad = check_rows(rows, recipe.data.max_duration, task.advance)
-        task.close()
-        for what, reason in bad:
-            reporter.warn(f"{what}: {reason}")
+        kept, bad = _checked(Path(source), settings, split, recipe.data.max_duration, reporter)
         manifests[split], skipped = kept, skipped + bad
     for split in ("valid", "test"):
         if split not in manifests:  # carve it out of train by speaker, so no speaker is in both
