@@ -98,6 +98,15 @@ def test_the_letter_a_is_told_to_every_engine_as_its_name_and_the_article_is_lef
     assert not engines.text_changes(["set", "timer"])
 
 
+def test_numbers_are_told_as_the_words_the_transcript_has() -> None:
+    """espeak-ng says "$5" as "dollar five", flite as "five dollars": both are told the transcript's words."""
+    for name in ("espeak-ng", "flite"):
+        voice = engines.engine(name).voices()[0]
+        assert engines.told("take $5 off at 7:05", voice) == "take five dollars off at seven oh five"
+    assert engines.text_changes(["take", "$5"]) == engines.TOLD_NUMBERS > engines.TOLD_VERBS
+    assert engines.text_changes(["take", "five"]) != engines.TOLD_NUMBERS
+
+
 def test_a_verb_is_told_as_a_verb_where_a_commands_verb_stands_and_nowhere_else() -> None:
     cloze = verbs.spelled_verb
     assert verbs.told_as_verbs("close the terminal", cloze) == "cloze the terminal"

@@ -13,7 +13,7 @@ from seqx.errors import SeqxError
 from seqx.grammar.load import load_grammar
 from seqx.recipe import TokenizerSettings, load_recipe, recipe_from_dict
 from seqx.tokenize.stage import auto_vocab_size, run_tokenize_stage, vocab_size
-from seqx.tokenize.text import normalize_text, number_words
+from seqx.tokenize.text import normalize_text, number_words, ordinal_words, spell_out
 from seqx.tokenize.tokenizer import Tokenizer, _TooManyPieces, _train_sentencepiece, train_tokenizer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -47,6 +47,31 @@ def test_normalize_text_settings() -> None:
     for text in ("Set a timer for 15 minutes!", "Don't stop", "room 101, please"):
         once = normalize_text(text, default)
         assert normalize_text(once, default) == once
+
+
+@pytest.mark.parametrize(
+    ("written", "said"),
+    [("$5.99 off", "five dollars ninety nine cents off"), ("$1", "one dollar"), ("£2.01", "two pounds one penny"),
+     ("2% milk", "two percent milk"), ("2.5 %", "two point five percent"), (".5", "point five"),
+     ("the 21st", "the twenty first"), ("1st 2nd 3rd 12th 40th", "first second third twelfth fortieth"),
+     ("at 7:05", "at seven oh five"), ("10:00 pm", "ten o'clock pm"), ("72°F", "seventy two degrees fahrenheit"),
+     ("20 °C", "twenty degrees celsius"), ("72° please", "seventy two degrees please"), ("1/2 cup", "one half cup"),
+     ("24/7", "twenty four seven"), ("1,000 points", "one thousand points"), ("1,2,3", "one, two, three"),
+     ("-5 degrees", "minus five degrees"), ("5-10 minutes", "five to ten minutes"), ("volume-up 3", "volume-up three"),
+     ("#1 hit", "number one hit"), ("salt & pepper", "salt and pepper"), ("C++", "C plus plus"),
+     ("I\u2019d like", "I'd like"), ("room 101, please", "room one hundred one, please"), ("Dr. Pepper", "Dr. Pepper")],
+)  # fmt: skip
+def test_numbers_and_their_symbols_are_spelled_as_said(written: str, said: str) -> None:
+    """One spelling for what engines are told and what the transcript says: espeak-ng reads "$5" as
+    "dollar five" and "1/2" as "one slash two", flite as "five dollars" and "a half"."""
+    assert spell_out(written) == said
+    assert normalize_text(written, TokenizerSettings()) == normalize_text(said, TokenizerSettings())
+    assert spell_out(said) == said
+
+
+def test_ordinal_words() -> None:
+    assert [ordinal_words(n) for n in (1, 2, 3, 5, 8, 9, 12, 20, 21, 100)] == [
+        "first", "second", "third", "fifth", "eighth", "ninth", "twelfth", "twentieth", "twenty first", "one hundredth"]  # fmt: skip
 
 
 @pytest.mark.parametrize("kind", ["bpe", "unigram", "char"])

@@ -44,6 +44,7 @@ import soundfile as sf
 from seqx.data import verbs
 from seqx.errors import SeqxError
 from seqx.recipe import Voice
+from seqx.tokenize.text import spell_out
 
 PIPER_SEED_DIR = Path(__file__).with_name("piper_seed")  # its sitecustomize.py seeds piper's onnxruntime, one thread
 
@@ -658,24 +659,28 @@ def letter_names(text: str) -> str:
     return verbs.spliced(text, letters)
 
 
-TOLD_LETTERS, TOLD_VERBS = 2, 3  # the corpus key's engine_text: what engines are told since when
+TOLD_LETTERS, TOLD_VERBS, TOLD_NUMBERS = 2, 3, 4  # the corpus key's engine_text: what engines are told since when
 
 
 def text_changes(words: list[str]) -> int:
     """Since when the engines are told one of these words otherwise than written, 0 if never: a corpus
-    that says them, made before, says them otherwise. TOLD_VERBS (2026-12-01, verbs.told_as_verbs) where
-    one is a verb of verbs.IMPERATIVES (a grammar's strings out of it may start with it), else
-    TOLD_LETTERS where one is the letter "a" (letter_names, the same day)."""
+    that says them, made before, says them otherwise. TOLD_NUMBERS (2026-12-02, text.spell_out) where
+    one holds a digit or a symbol said as words ("$5", "21st", "I’d"), else TOLD_VERBS (2026-12-01,
+    verbs.told_as_verbs) where one is a verb of verbs.IMPERATIVES (a grammar's strings out of it may
+    start with it), else TOLD_LETTERS where one is the letter "a" (letter_names, the same day)."""
+    if any(spell_out(w) != w for w in words):
+        return TOLD_NUMBERS
     if verbs.IMPERATIVES.intersection(w.lower() for w in words):
         return TOLD_VERBS
     return TOLD_LETTERS if any(letter_names(w) != w for w in words) else 0
 
 
 def told(text: str, voice: Voice) -> str:
-    """What `voice`'s engine is told to say `text`: the letter A by its name, a command's verb as a verb."""
+    """What `voice`'s engine is told to say `text`: numbers as the words the transcript has for them
+    (engines read "$5" and "1/2" each their own way), the letter A by its name, a command's verb as a verb."""
     eng = engine(voice.engine)
     verb = getattr(eng, "verb", None)
-    return verbs.told_as_verbs(letter_names(text), (lambda w: verb(w, voice)) if verb else verbs.spelled_verb)
+    return verbs.told_as_verbs(letter_names(spell_out(text)), (lambda w: verb(w, voice)) if verb else verbs.spelled_verb)
 
 
 def speak(text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:

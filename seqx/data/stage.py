@@ -87,9 +87,11 @@ def _key(recipe: Recipe) -> str:
     if not settings["synth"]["recordings"]:
         del settings["synth"]["recordings"], settings["synth"]["recordings_repeat"]  # the same
     # the letter "a" told as its name, then a command's verb as a verb, since 2026-12-01 (engines.told);
-    # everyday English holds "close" and "use"
+    # everyday English holds "close" and "use"; numbers and symbols as words since 2026-12-02
     if synthesized:
-        told_since = engines.TOLD_VERBS if other_share else engines.text_changes(_grammar_words(recipe, grammar))
+        told_since = engines.text_changes(_grammar_words(recipe, grammar))
+        if other_share:
+            told_since = max(told_since, engines.TOLD_VERBS)
         if told_since:
             settings["synth"]["engine_text"] = told_since
     return fingerprint(STAGE_VERSION, settings, inputs)
