@@ -460,8 +460,12 @@ def test_rhasspy_sentences_ini(tmp_path: Path) -> None:
     assert grammar.parse("turn off the garage light").slots == {"state": "off", "name": "garage light"}
     assert grammar.parse("set bedroom light to navy").slots == {"name": "bedroom_light", "color": "blue"}
     assert grammar.parse("set living room lamp to dark blue").slots == {"name": "living room lamp", "color": "blue"}
-    # the same tag reporting otherwise for the same words: this intent's own slot
-    assert grammar.parse("turn on everything").slots == {"LightState.state": "enable"}
+    # the same tag with other words elsewhere: a list of its own, heard only where it is written, as
+    # Rhasspy hears it (one list of both accepted "turn off the bedroom light"), reported as the tag
+    assert grammar.parse("turn on everything").slots == {"state": "enable"}
+    assert not grammar.accepts("turn off the bedroom light") and not grammar.accepts("turn disable everything")
+    assert grammar.accepts("set the bedroom light to red") and grammar.accepts("set garage light to red")
+    assert sorted(grammar.slots) == ["color", "degrees", "name", "name@ChangeLightColor", "state", "state@LightState"]
     assert grammar.parse("stop").intent == "LightState" and not grammar.accepts("please stop")
     assert grammar.parse("please set the oven to one hundred fifty").slots == {"degrees": 150}
     assert grammar.accepts("set the oven to two hundred") and not grammar.accepts("set the oven to one hundred twenty")

@@ -185,3 +185,23 @@ def test_a_slot_used_twice_has_two_heads_and_shared_outputs_one_class() -> None:
     higher, up = grammar.parse("turn higher the volume"), grammar.parse("turn up the volume")
     assert layout.classes(higher) == layout.classes(up)
     assert layout.classes(None) == [0, 0, 0, 0] and layout.labels(None) == [IGNORE] * 4
+
+
+def test_two_lists_reported_as_one_slot_share_its_head() -> None:
+    """`device@lights` and `device@tv` are heard only where written, both answer `device`: one head,
+    the classes of both lists."""
+    from seqx.grammar.load import grammar_from_dict
+
+    grammar = grammar_from_dict(
+        {"intents": {"light": ["dim the {device@lights}"], "tv": ["mute the {device@tv}"]},
+         "slots": {"device@lights": ["lamp", "ceiling light"], "device@tv": ["television", "lamp"]}},
+        source="test",
+    )  # fmt: skip
+    assert grammar.parse("mute the television").slots == {"device": "television"}
+    assert not grammar.accepts("mute the ceiling light")
+    layout = HeadLayout.from_grammar(grammar)
+    assert layout.names == ("intent", "device") and layout.sizes == (3, 4)
+    assert layout.classes(grammar.parse("dim the lamp")) == [1, 1]  # "lamp" of either list is one class
+    assert layout.classes(grammar.parse("mute the lamp")) == [2, 1]
+    assert layout.classes(grammar.parse("mute the television")) == [2, 3]
+    assert grammar_from_dict(grammar.to_dict(), source="stored").parse("dim the lamp").slots == {"device": "lamp"}

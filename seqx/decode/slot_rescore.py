@@ -50,18 +50,21 @@ class HeadLayout:
     def from_grammar(cls, grammar: Grammar) -> HeadLayout:
         """One head per intent set and per slot key any template can fill, values deduplicated
         by output (two phrasings with one output are one class: the parse cannot tell them apart)."""
-        keys: dict[str, str] = {}  # Parse.slots key -> slot name, in grammar order
-        from seqx.grammar.syntax import slot_refs
+        keys: dict[str, list[str]] = {}  # Parse.slots key -> the slots it reports, in grammar order
+        from seqx.grammar.syntax import reported_name, slot_refs
 
         for template in grammar.templates:
             seen: dict[str, int] = {}
             for name in slot_refs(template.expr):
-                seen[name] = seen.get(name, 0) + 1
-                keys.setdefault(name if seen[name] == 1 else f"{name}_{seen[name]}", name)
+                said = reported_name(name)  # `device@lights` and `device@tv` both fill `device`
+                seen[said] = seen.get(said, 0) + 1
+                names = keys.setdefault(said if seen[said] == 1 else f"{said}_{seen[said]}", [])
+                if name not in names:
+                    names.append(name)
         slots = []
-        for key, name in keys.items():
+        for key, names in keys.items():
             outputs: dict[str, Output] = {}
-            for value in grammar.slots[name].values:
+            for value in (v for name in names for v in grammar.slots[name].values):
                 outputs.setdefault(_key(value.output), value.output)
             slots.append((key, tuple(outputs.values())))
         return cls(tuple(grammar.intents), tuple(slots))

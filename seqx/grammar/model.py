@@ -39,6 +39,7 @@ from seqx.grammar.syntax import (
     parse_template,
     render,
     says_something,
+    reported_name,
     sequence_of,
     slot_refs,
 )
@@ -68,7 +69,8 @@ class Template:
 
 @dataclass
 class Parse:
-    """One understood sentence: its intent and slot values (a slot used twice: name, name_2)."""
+    """One understood sentence: its intent and slot values (a slot used twice: name, name_2; `name@x`
+    reports as `name`)."""
 
     intent: str
     slots: dict[str, Output]
@@ -227,7 +229,7 @@ class Grammar:
             else:
                 value = values[int(rng.integers(len(values)))]
             words.extend(value.words)
-            slots[_slot_key(slots, expr.name)] = value.output
+            slots[_slot_key(slots, reported_name(expr.name))] = value.output
 
     def word_balanced_weights(self, slot: str) -> np.ndarray:
         """Draw probabilities of a slot's values that give its words more equal shares.
@@ -270,7 +272,7 @@ class Grammar:
             for value in self.slots[expr.name].values:
                 end = pos + len(value.words)
                 if tuple(words[pos:end]) == value.words:
-                    yield end, (*filled, (expr.name, value.output))
+                    yield end, (*filled, (reported_name(expr.name), value.output))
         elif isinstance(expr, Seq):
             yield from self._match_seq(expr.items, 0, words, pos, filled)
         elif isinstance(expr, Alt):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from seqx.grammar.errors import GrammarError
 from seqx.grammar.model import Grammar, Output, Slot, SlotValue, Template
-from seqx.grammar.syntax import Alt, Expr, Opt, Seq, SlotRef, Word, choice_of, render, sequence_of
+from seqx.grammar.syntax import Alt, Expr, Opt, Seq, SlotRef, Word, choice_of, render, reported_name, sequence_of
 from seqx.tokenize.text import number_words
 
 MAX_SLOT_VALUES = 10_000  # a tag over more ways to say it than this is not a slot a command needs
@@ -175,17 +175,22 @@ class _Builder:
                 found.setdefault(s.words, int(out) if re.fullmatch(r"-?\d+", out) else out)
         if not found:
             return None
-        for key in (name, f"{self.intent}.{name}"):
-            # the same tag elsewhere: one slot of both lists (one light's name is any light's name), unless the
-            # same words report otherwise there (on:enable beside on); then this intent's own, named Intent.tag
-            known = {v.words: v.output for v in self.slots[key].values} if key in self.slots else {}
-            if all(known.get(w, o) == o for w, o in found.items()):
-                self.slots[key] = Slot(key, tuple(SlotValue(w, o) for w, o in {**known, **found}.items()))
-                break
-        else:
-            raise GrammarError(f"{where}: tag {{{name}}} reports two things for the same words in [{self.intent}]")
-        name = key
-        return SlotRef(name) if len(said) == len([s for s in said if s.words]) else Opt(SlotRef(name))
+        values = tuple(SlotValue(w, o) for w, o in found.items())
+        # the same tag elsewhere with other words (a light's name here, a room's there) is a list of its own,
+        # heard only where it is written, as Rhasspy hears it, and still reported as the tag: `name@Intent`
+        same = [s.name for s in self.slots.values() if reported_name(s.name) == name and set(s.values) == set(values)]
+        key = same[0] if same else name if name not in self.slots else _free(self.slots, f"{name}@{self.intent}")
+        self.slots[key] = self.slots.get(key) or Slot(key, values)
+        return SlotRef(key) if len(said) == len([s for s in said if s.words]) else Opt(SlotRef(key))
+
+
+def _free(taken: dict[str, Slot], name: str) -> str:
+    """`name`, or `name.2`, `name.3` ...: the first that no slot has (SLOT_NAME's characters only)."""
+    name = re.sub(r"[^A-Za-z0-9_.@-]", "_", name)
+    n = 1
+    while (found := name if n == 1 else f"{name}.{n}") in taken:
+        n += 1
+    return found
 
 
 def _words(words: tuple[str, ...]) -> Expr | None:

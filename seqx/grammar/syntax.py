@@ -44,7 +44,13 @@ Expr = Word | SlotRef | Seq | Alt | Opt
 
 _TOKEN = re.compile(r"\{[^{}]*\}|[()\[\]|{}]|[^\s()\[\]|{}]+")
 _CLOSER = {"(": ")", "[": "]"}
-SLOT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+SLOT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*(@[A-Za-z0-9_.-]+)?$")
+
+
+def reported_name(slot: str) -> str:
+    """The name a parse reports a slot under: `device@lights` and `device@tv` are two lists, each
+    heard only where it is used, that both answer as `device` (Rhasspy's tag used in two intents)."""
+    return slot.split("@", 1)[0]
 
 
 def parse_template(text: str, where: str = "template") -> Expr:
