@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from seqx.constants import DEFAULT_RECIPE, Precision
 from seqx.errors import RecipeError
 from seqx.recipe_files import find_recipe, grammar_file_beside, read_recipe_file
+from seqx.yaml_load import load_yaml
 
 
 class _Section(BaseModel):
@@ -790,7 +791,7 @@ def load_recipe(path: str | Path = DEFAULT_RECIPE, overrides: list[str] | None =
         if not sep or not key.strip():
             raise RecipeError(f"--set {item}: expected KEY=VALUE, e.g. model.d_model=192")
         try:
-            value = yaml.safe_load(text)
+            value = load_yaml(text)
         except yaml.YAMLError:
             value = text
         _drop_other_grammar_form(raw, key.strip())

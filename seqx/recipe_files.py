@@ -24,6 +24,7 @@ import yaml
 
 from seqx.constants import DEFAULT_RECIPE
 from seqx.errors import RecipeError, yaml_problem
+from seqx.yaml_load import load_yaml
 
 SHIPPED = Path(__file__).resolve().parent / "recipes"
 GRAMMAR_FORMS = ("grammar", "templates", "slots")  # data.synth keys that together say one grammar
@@ -53,7 +54,7 @@ def read_recipe_file(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     if resolved in seen:
         raise RecipeError(f"{path}: base: the recipe is its own base ({' -> '.join(p.name for p in (*seen, path))})")
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
+        raw = load_yaml(path.read_text()) or {}
     except yaml.YAMLError as err:
         line, problem = yaml_problem(err)
         where = f" (line {line})" if line is not None else ""

@@ -22,7 +22,7 @@ from seqx.grammar import Grammar, GrammarError, grammar_from_dict, grammar_from_
 from seqx.grammar.heldout import draw, heldout_score, kept_words
 from seqx.grammar.jsgf import grammar_to_jsgf, jsgf_to_grammar
 from seqx.grammar.syntax import Alt, Opt, Seq, SlotRef, Word, parse_template, render
-from seqx.recipe import RecipeError, load_recipe
+from seqx.recipe import RecipeError, TokenizerSettings, load_recipe
 
 CARDS = Path("/usr/share/pocketsphinx/test/data/cards/cards.gram")
 GOFORWARD = Path("/usr/share/pocketsphinx/test/data/goforward.gram")
@@ -426,7 +426,6 @@ def test_a_grammar_parses_text_as_the_tokenizer_normalizes_it() -> None:
     """Decoded text is lower case, without punctuation, numbers as words: the grammar's words are
     matched the same way, and slot outputs stay as written."""
     from seqx.decode.negatives import other_words
-    from seqx.recipe import TokenizerSettings
     from seqx.tokenize.text import normalize_text
 
     grammar = Grammar.build({"order": ["I'd like a {drink}", "(O.J. | 3 Cokes) please"]},
@@ -548,3 +547,19 @@ def test_unquoted_on_off_is_named_and_colons_survive_storage(tmp_path: Path) -> 
     again = Grammar.from_dict(json.loads(json.dumps(grammar.to_dict())))
     assert again.parse("at 12:00").slots == {"time": "12:00"}
     assert again.parse("at ten thirty").slots == {"time": "10:30"}
+
+
+def test_times_in_a_yaml_grammar_are_times(tmp_path: Path) -> None:
+    """YAML 1.1 reads an unquoted 7:30 as the number 450, and "10:15" split at its ':' was the words
+    "10" reporting 15: both are the time as written, said as a time."""
+    from seqx.tokenize.text import normalize_text
+
+    path = tmp_path / "alarm.yaml"
+    path.write_text("intents:\n  alarm: ['wake me at {time}']\nslots:\n  time: [6:30, '10:15', 'noon: 12:00']\n")
+    grammar = grammar_from_file(path)
+    assert grammar.parse("wake me at 6:30").slots == {"time": "6:30"}
+    assert grammar.parse("wake me at 10:15").slots == {"time": "10:15"}
+    assert grammar.parse("wake me at noon").slots == {"time": "12:00"}
+    said = grammar.spoken(lambda text: normalize_text(text, TokenizerSettings()))
+    assert said.parse("wake me at ten fifteen").slots == {"time": "10:15"}
+    assert said.parse("wake me at six thirty").slots == {"time": "6:30"}

@@ -76,8 +76,10 @@ def grammar_from_file(path: str | Path) -> Grammar:
         return phrases_to_grammar(text, source=str(path))
     import yaml  # here, not above: a bundle's stored grammar (grammar_from_dict) needs no YAML reader
 
+    from seqx.yaml_load import load_yaml
+
     try:
-        raw = yaml.safe_load(text) or {}
+        raw = load_yaml(text) or {}
     except yaml.YAMLError as err:
         line, problem = yaml_problem(err)
         raise GrammarError(f"{path}{f':{line}' if line is not None else ''}: not valid YAML: {problem}") from None
@@ -184,14 +186,14 @@ def _value(raw: Any, source: str, slot: str) -> SlotValue:
             raise GrammarError(f"{_at(source, slot + ':')}: slot {slot}: a value is {{words: output}}, got {dict(raw)}")
         words, output = next(iter(raw.items()))
         words = str(words)
-    elif isinstance(raw, str) and ":" in raw:
-        # the first ':' ends the words: "ten p m: 22:00" is the words "ten p m" with the output
-        # "22:00", kept as text (YAML would read 22:00 as the base-60 number 1320)
-        words, _, text = raw.partition(":")
+    elif isinstance(raw, str) and _OUTPUT_COLON.search(raw):
+        # the first ':' ends the words, unless digits stand either side of it: "ten p m: 22:00" is the words
+        # "ten p m" with the output "22:00", kept as text; "10:15" is words (a time, said "ten fifteen")
+        words, text = _OUTPUT_COLON.split(raw, maxsplit=1)
         text = text.strip()
-        import yaml
+        from seqx.yaml_load import load_yaml
 
-        output = yaml.safe_load(text) if text and ":" not in text else text
+        output = load_yaml(text) if text and ":" not in text else text
         if output is None or isinstance(output, (list, dict)):
             output = text.strip()
     elif isinstance(raw, int | float):  # `count: [1, 2, 3]`: said as the number, reported as it
@@ -211,6 +213,9 @@ def _value(raw: Any, source: str, slot: str) -> SlotValue:
     return SlotValue(parts, output)
 
 
+_OUTPUT_COLON = re.compile(r"(?<!\d):|:(?!\d)")  # where a slot value's words end and its output starts
+
+
 def _at(source: str, needle: str) -> str:
     """`FILE:LINE` of the first line holding `needle` when `source` is a readable file, else `source`."""
     path = Path(source)
@@ -228,6 +233,8 @@ def open_grammar(path: str | Path, overrides: list[str] | None = None) -> Gramma
     """What `seqx grammar PATH` shows: a grammar file, or the grammar of a recipe (.yaml without `intents`)."""
     import yaml
 
+    from seqx.yaml_load import load_yaml
+
     from seqx.errors import RecipeError
     from seqx.recipe_files import find_recipe
 
@@ -239,7 +246,7 @@ def open_grammar(path: str | Path, overrides: list[str] | None = None) -> Gramma
             pass  # not one: the grammar-file reader below says what is wrong with the path
     if path.suffix.lower() in (".yaml", ".yml") and path.is_file():
         try:
-            raw = yaml.safe_load(path.read_text()) or {}
+            raw = load_yaml(path.read_text()) or {}
         except yaml.YAMLError:
             raw = {}
         if isinstance(raw, dict) and "intents" not in raw and "grammar" not in raw:

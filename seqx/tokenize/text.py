@@ -92,8 +92,10 @@ def spell_out(text: str) -> str:
     and what the model is taught to write agree: given "$5" or "1/2" as written, espeak-ng says
     "dollar five" and "one slash two" where flite says "five dollars" and "a half"."""
     text = re.sub(r"[\u2018\u2019\u02bc]", "'", text)  # typographic apostrophes: "I’d" is "I'd"
-    text = re.sub(r"(?<=\d)\s*%", " percent", text)
-    text = re.sub(r"(?<=\d)\s*°\s*([fc](?![a-z]))?", lambda m: _DEGREES[(m.group(1) or "").lower()], text, flags=re.I)
+    # each rule reads within a word: a grammar's words are spelled one by one and must come out as its
+    # sentences do ("20 °C" is "twenty" then "degrees celsius")
+    text = re.sub(r"%", " percent ", text)
+    text = re.sub(r"°([fc](?![a-z]))?", lambda m: _DEGREES[(m.group(1) or "").lower()], text, flags=re.I)
     text = re.sub(r"([$£€])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d\d))?(?!\d)", _money, text)
     text = re.sub(r"(?<![\d:])(\d{1,2}):(\d\d)(?![\d:])", _clock, text)
     text = re.sub(r"(?<![\d/])(\d/\d)(?![\d/])", lambda m: f" {_FRACTIONS.get(m.group(1), m.group(1))} ", text)
