@@ -55,6 +55,45 @@ def test_mp3_through_the_same_entry_point(tmp_path: Path) -> None:
     assert abs(_peak_hz(wave.numpy(), TARGET) - 440.0) <= 3.0
 
 
+def _encode(path: Path, wave: np.ndarray, codec: str, codec_rate: int) -> None:
+    """Write `wave` (mono, TARGET Hz) with FFmpeg's encoder through PyAV, as a phone or browser would."""
+    import av
+
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream(codec, rate=codec_rate)
+        stream.layout = "mono"
+        frame = av.AudioFrame.from_ndarray(wave[None, :], format="flt", layout="mono")
+        frame.sample_rate = TARGET
+        for chunk in av.AudioResampler(format=stream.format.name, layout="mono", rate=codec_rate).resample(frame):
+            for packet in stream.encode(chunk):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+
+
+@pytest.mark.parametrize(("name", "codec", "codec_rate"), [("phone.m4a", "aac", 44100), ("browser.webm", "libopus", 48000),
+                                                            ("clip.mp4", "aac", 16000), ("raw.aac", "aac", 22050)])
+def test_phone_and_browser_recordings_are_read(tmp_path: Path, name: str, codec: str, codec_rate: int) -> None:
+    """m4a (a phone's voice memo), webm/opus (a browser's MediaRecorder), mp4, raw aac: containers libsndfile
+    cannot open, decoded by PyAV without a system ffmpeg."""
+    path = tmp_path / name
+    _encode(path, _tone(TARGET), codec, codec_rate)
+    wave = load_audio(path, TARGET)
+    assert abs(wave.numel() - TARGET) < 2000  # the codec's frames pad the ends
+    assert abs(_peak_hz(wave.numpy()[:TARGET], TARGET) - 440.0) <= 3.0
+    middle = wave.numpy()[TARGET // 4 : 3 * TARGET // 4]  # the codec rings at the tone's abrupt ends
+    assert 0.3 < float(np.sqrt(np.mean(middle**2))) < 0.4  # a 0.5 sine's rms is 0.354
+
+
+def test_a_broken_phone_recording_is_one_line(tmp_path: Path) -> None:
+    good = tmp_path / "good.m4a"
+    _encode(good, _tone(TARGET), "aac", TARGET)
+    for name, data in [("cut.m4a", good.read_bytes()[:3000]), ("notes.m4a", b"this is a text file\n" * 20)]:
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(AudioError, match=rf"^{tmp_path / name}: unreadable or unsupported audio \([^\n]*\)$"):
+            load_audio(tmp_path / name, TARGET)
+
+
 def test_silence_is_valid_input(tmp_path: Path) -> None:
     path = tmp_path / "silence.wav"
     sf.write(path, np.zeros(TARGET // 2, np.float32), TARGET, subtype="PCM_16")

@@ -19,10 +19,10 @@ import soundfile as sf
 
 from seqx.data.manifest import Utterance
 from seqx.errors import SeqxError
+from seqx.featurize.samples import AUDIO_SUFFIXES
 from seqx.recipe import ManifestSettings
 
 Row = tuple[str, str, str, str]  # id, audio, text, speaker
-AUDIO_SUFFIXES = {".wav", ".flac", ".ogg", ".mp3", ".opus", ".aiff", ".aif"}
 
 
 def detect_format(path: Path, declared: str) -> str:

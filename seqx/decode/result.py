@@ -24,12 +24,12 @@ import numpy as np
 from seqx.data.noise import with_noise_floor
 from seqx.decode.distance import distances
 from seqx.decode.gap_span import spanned_gap
+from seqx.featurize.samples import AUDIO_SUFFIXES
 from seqx.featurize.span import speech_span
 
 if TYPE_CHECKING:
     from seqx.grammar.model import Output, Parse
 
-AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".mp3", ".m4a", ".opus", ".aiff", ".aif")
 
 Detokenize = Callable[[list[int]], str]
 

@@ -5,8 +5,9 @@ a tensor, and the torch-free runtime (seqx.runtime) and `seqx listen --input FIL
 it is, so an exported model hears a file exactly as the bundle does.
 
 soundfile reads wav/flac/ogg (and mp3 with libsndfile >= 1.1) without decoding through
-ffmpeg; librosa (audioread) is the fallback for other containers, imported only then (it
-takes a second to import). soxr resamples.
+ffmpeg. Other containers, what phones and browsers record (m4a/aac, webm, mp4), are decoded by
+PyAV, whose wheel carries FFmpeg's libraries (no system ffmpeg, which audioread needs and a
+fresh machine lacks); librosa (audioread) is the last resort. soxr resamples.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ import numpy as np
 from seqx.errors import AudioError
 from seqx.librosa_import import import_librosa
 
+# What a folder of audio is taken to hold (`seqx transcribe FOLDER`, a folder of recordings with .txt)
+AUDIO_SUFFIXES = (".wav", ".wave", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".m4a", ".aac", ".mp4", ".webm",
+                  ".aiff", ".aif")  # fmt: skip
 # Containers libsndfile reads itself; when it fails on one the file is broken, and
 # trying librosa/audioread (ffmpeg) after it would only cost seconds.
 SOUNDFILE_ONLY = {".wav", ".wave", ".flac", ".ogg", ".oga", ".aif", ".aiff", ".au", ".w64"}
@@ -44,14 +48,7 @@ def read_samples(path: str | Path, sample_rate: int) -> np.ndarray:
     except (RuntimeError, sf.LibsndfileError, TypeError) as err:
         if path.suffix.lower() in SOUNDFILE_ONLY:  # libsndfile owns these formats: a second opinion cannot help
             raise AudioError(path, f"unreadable audio ({_first_line(err)})") from None
-        try:
-            librosa = import_librosa()
-
-            with warnings.catch_warnings():  # librosa warns that it fell back to audioread: we know
-                warnings.simplefilter("ignore")
-                samples, rate = librosa.load(path, sr=None, mono=True)
-        except Exception as err:  # audioread raises many unrelated types (and librosa may not be installed)
-            raise AudioError(path, f"unreadable or unsupported audio ({type(err).__name__})") from None
+        samples, rate = _read_other_container(path)
     if samples.ndim == 2:  # (T, channels): mix down
         samples = samples.mean(axis=1, dtype=np.float32)
     if samples.size == 0:
@@ -63,3 +60,41 @@ def read_samples(path: str | Path, sample_rate: int) -> np.ndarray:
 
         samples = soxr.resample(samples, rate, sample_rate)
     return np.ascontiguousarray(samples, dtype=np.float32)
+
+
+def _read_other_container(path: Path) -> tuple[np.ndarray, int]:
+    """A file libsndfile cannot read: PyAV (m4a, webm, mp4, aac ...), else librosa/audioread."""
+    try:
+        import av
+    except ImportError:
+        av = None
+    if av is not None:
+        try:
+            return _read_with_av(av, path)
+        except AudioError:
+            raise
+        except Exception as err:  # FFmpeg's errors are many types; none of them a second reader would fix
+            said = getattr(err, "strerror", None) or _first_line(err)  # FFmpeg's words without the path again
+            raise AudioError(path, f"unreadable or unsupported audio ({said})") from None
+    try:
+        librosa = import_librosa()
+
+        with warnings.catch_warnings():  # librosa warns that it fell back to audioread: we know
+            warnings.simplefilter("ignore")
+            return librosa.load(path, sr=None, mono=True)
+    except Exception as err:  # audioread raises many unrelated types (and librosa may not be installed)
+        hint = "; pip install av reads it" if type(err).__name__ == "NoBackendError" else ""
+        raise AudioError(path, f"unreadable or unsupported audio ({type(err).__name__}{hint})") from None
+
+
+def _read_with_av(av, path: Path) -> tuple[np.ndarray, int]:  # noqa: ANN001 - the module, imported lazily
+    """The first audio stream, mixed to mono float32 at its own rate."""
+    with av.open(str(path)) as container:
+        stream = next((s for s in container.streams if s.type == "audio"), None)
+        if stream is None:
+            raise AudioError(path, "no audio stream in the file")
+        rate = stream.codec_context.sample_rate or stream.rate
+        mono = av.AudioResampler(format="flt", layout="mono", rate=rate)
+        chunks = [out.to_ndarray().reshape(-1) for frame in container.decode(stream) for out in mono.resample(frame)]
+        chunks += [out.to_ndarray().reshape(-1) for out in mono.resample(None)]  # what the resampler still holds
+    return (np.concatenate(chunks) if chunks else np.zeros(0, np.float32)), int(rate)
