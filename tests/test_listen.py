@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -357,3 +358,28 @@ def test_recipe_listen_and_actions_sections_are_checked() -> None:
         recipe_from_dict({"actions": [{"run": ["true"]}]})
     with pytest.raises(RecipeError, match="actions.0.run"):
         recipe_from_dict({"actions": [{"text": "x", "run": []}]})
+
+
+def test_a_microphone_that_takes_only_48_khz_gives_the_same_commands(stream, tmp_path: Path) -> None:
+    """The microphone path, PortAudio and ALSA as a user's: ALSA's `file` plugin is a capture device
+    whose samples are the stream at 48 kHz (its `infile`, read as fast as it is asked; silence after).
+    Opened with --rate 48000, as one that refuses 16 kHz is opened, the commands are found where
+    the 16 kHz file's are."""
+    wave, truth = stream
+    ahead = soxr.resample(wave, R, 48000).astype("<f4")
+    (tmp_path / "mic48.f32").write_bytes(ahead.tobytes())
+    (tmp_path / ".asoundrc").write_text(
+        f'pcm.seqxmic48 {{ type file; slave.pcm null; file "/dev/null"; infile "{tmp_path / "mic48.f32"}"; format raw; }}\n'
+    )
+    env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(REPO), "COLUMNS": "300", "OMP_NUM_THREADS": "1"}
+    run = subprocess.Popen(
+        [sys.executable, "-m", "seqx", "listen", "--segments", "--json", "--mic", "seqxmic48", "--rate", "48000"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=REPO,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    found = [json.loads(run.stdout.readline() or "null") for _ in truth]
+    run.send_signal(signal.SIGINT)  # the device goes on with silence: a user's Ctrl-C ends it
+    _, err = run.communicate(timeout=30)
+    assert None not in found, err.decode()
+    assert run.returncode == 0 and b"Traceback" not in err
+    _assert_found([SimpleNamespace(**e) for e in found], truth, tolerance=TOLERANCE + 0.05)

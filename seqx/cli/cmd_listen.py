@@ -38,7 +38,12 @@ def listen(
         Optional[Path], typer.Option("--model", "-m", help="Model bundle folder (default: the recipe's trained one).")
     ] = None,
     input_: InputOpt = "mic",
-    rate: Annotated[int, typer.Option("--rate", min=8000, max=192000, help="Sample rate of PCM on stdin.")] = 16000,
+    rate: Annotated[
+        int,
+        typer.Option("--rate", min=8000, max=192000,
+                     help="Sample rate of PCM on stdin, or to open the microphone at (one that refuses 16000 is "
+                          "opened at its own rate); resampled to 16000."),
+    ] = 16000,
     realtime: Annotated[bool, typer.Option("--realtime", help="Play a file at the speed of a live input.")] = False,
     mic: Annotated[
         Optional[str], typer.Option("--mic", help="Input device name or number (default: the system's).")

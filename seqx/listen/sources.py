@@ -28,11 +28,14 @@ class AudioSourceError(SeqxError):
     """No microphone, a PortAudio failure, or an input that cannot be read: one printable line."""
 
 
-def microphone_blocks(device: str | int | None = None, block: int = BLOCK) -> Iterator[np.ndarray]:
-    """Blocks from a PortAudio input device (the default one when `device` is None).
+def microphone_blocks(device: str | int | None = None, block: int = BLOCK, rate: int = SAMPLE_RATE) -> Iterator[np.ndarray]:
+    """Blocks from a PortAudio input device (the default one when `device` is None), at 16 kHz.
 
-    PortAudio calls back on its own thread; a queue hands the blocks to the caller. The
-    stream opens on the first `next()` and closes when the iterator is closed (Ctrl-C included).
+    The device is opened at `rate`; one that refuses 16 kHz (a USB microphone or a Raspberry Pi's
+    card through raw ALSA takes 44.1 or 48 kHz only) is opened again at its own default rate, and
+    either way a rate other than 16 kHz goes through soxr's streaming resampler. PortAudio calls back
+    on its own thread; a queue hands the blocks over. The stream opens on the first `next()` and
+    closes when the iterator is closed (Ctrl-C included).
     """
     try:
         import sounddevice as sd
@@ -43,23 +46,44 @@ def microphone_blocks(device: str | int | None = None, block: int = BLOCK) -> It
     def callback(indata: np.ndarray, frames: int, when: object, status: object) -> None:
         blocks.put(indata[:, 0].copy())
 
+    def opened(at: int) -> object:
+        return sd.InputStream(samplerate=at, channels=1, dtype="float32", blocksize=block * at // SAMPLE_RATE,
+                              device=device, callback=callback)  # fmt: skip
+
+    what = "the default input device" if device is None else f"input device {device!r}"
     try:
-        stream = sd.InputStream(
-            samplerate=SAMPLE_RATE, channels=1, dtype="float32", blocksize=block, device=device, callback=callback
-        )
+        try:
+            stream = opened(rate)
+        except sd.PortAudioError as err:
+            own = _own_rate(sd, device)
+            if rate != SAMPLE_RATE or "sample rate" not in str(err).lower() or own in (None, rate):
+                raise
+            rate, stream = own, opened(own)  # it refused 16 kHz: its own rate, resampled here
     except (sd.PortAudioError, ValueError) as err:  # ValueError: "No input device matching ..."
-        what = "the default input device" if device is None else f"input device {device!r}"
-        raise AudioSourceError(f"microphone: cannot open {what} ({_first_line(err)})") from None
-    return _drain(stream, blocks)
+        raise AudioSourceError(f"microphone: cannot open {what} at {rate} Hz ({_first_line(err)})") from None
+    return _drain(stream, blocks, rate)
 
 
-def _drain(stream: object, blocks: queue.Queue[np.ndarray]) -> Iterator[np.ndarray]:
+def _own_rate(sd: object, device: str | int | None) -> int | None:
+    """The device's default sample rate, None when PortAudio cannot say."""
+    try:
+        return int(sd.query_devices(device, "input")["default_samplerate"])  # type: ignore[attr-defined]
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _drain(stream: object, blocks: queue.Queue[np.ndarray], rate: int) -> Iterator[np.ndarray]:
+    resampler = soxr.ResampleStream(rate, SAMPLE_RATE, 1, dtype="float32") if rate != SAMPLE_RATE else None
     with stream:  # type: ignore[attr-defined]
         while True:
             try:
-                yield blocks.get(timeout=2.0)
+                samples = blocks.get(timeout=2.0)
             except queue.Empty:
                 raise AudioSourceError("microphone: no audio for 2 s (device stopped delivering)") from None
+            if resampler is not None:
+                samples = resampler.resample_chunk(samples)
+            if samples.size:
+                yield samples
 
 
 def pcm_blocks(stream: BinaryIO | None = None, rate: int = SAMPLE_RATE, block: int = BLOCK) -> Iterator[np.ndarray]:
@@ -110,7 +134,7 @@ def open_source(
 ) -> Iterator[np.ndarray]:
     """`mic` (the microphone), `-` (raw PCM on stdin at `rate`) or a file path."""
     if spec == "mic":
-        return microphone_blocks(device)
+        return microphone_blocks(device, rate=rate)
     if spec == "-":
         return pcm_blocks(sys.stdin.buffer, rate)
     return file_blocks(spec, realtime=realtime)
