@@ -372,3 +372,48 @@ def test_evaluate_prints_its_tables(trained: tuple[Recipe, Bundle]) -> None:
     assert result.exit_code == 0, result.output
     for heading in (" utterances (beam", "subsets: sentence accuracy", "false accepts % by negative kind", "constrained"):
         assert heading in result.output, result.output
+
+
+def test_evaluate_on_your_own_recordings(trained: tuple[Recipe, Bundle], tmp_path: Path) -> None:
+    """`seqx evaluate --on FOLDER`: a folder of recordings with .txt transcripts, scored as a split is; one
+    whose transcript the grammar does not hold is an out-of-grammar negative, a phone's m4a is read, a
+    broken file is skipped and named, and nothing else is lost."""
+    import av
+
+    from seqx.cli.app import app
+
+    recipe, _ = trained
+    commands = [u for u in _train_utts(recipe) if u.text][:3]
+    for k, utt in enumerate(commands):
+        (tmp_path / f"c{k}.wav").write_bytes(Path(utt.audio).read_bytes())
+        (tmp_path / f"c{k}.txt").write_text(utt.text + "\n")
+    wave, rate = sf.read(commands[0].audio, dtype="float32")
+    with av.open(str(tmp_path / "phone.m4a"), "w") as out:  # the first command again, as a phone records it
+        stream = out.add_stream("aac", rate=44100)
+        stream.layout = "mono"
+        frame = av.AudioFrame.from_ndarray(wave[None, :], format="flt", layout="mono")
+        frame.sample_rate = rate
+        for chunk in av.AudioResampler(format=stream.format.name, layout="mono", rate=44100).resample(frame):
+            for packet in stream.encode(chunk):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    (tmp_path / "phone.txt").write_text(commands[0].text)
+    subprocess.run(["espeak-ng", "-w", str(tmp_path / "other.wav"), "what is the capital of france"], check=True)
+    (tmp_path / "other.txt").write_text("What is the capital of France?")
+    (tmp_path / "broken.wav").write_text("not audio\n" * 10)
+    (tmp_path / "broken.txt").write_text(commands[1].text)
+    args = ["evaluate", str(REPO / "recipes/commands.yaml"), "--on", str(tmp_path), "--json", "--device", "cpu"]
+    for key in [f"exp_dir={recipe.exp_dir}", *TINY_BASE, *TINY]:
+        args += ["--set", key]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert f"{tmp_path / 'broken.wav'}: unreadable audio" in " ".join(result.output.split())  # rich wraps lines
+    report = json.loads(result.output[result.output.index("{"):])
+    for mode in ("free", "constrained"):
+        assert report[mode]["commands"]["commands"] == 4  # c0-c2 and the phone's, not the broken one
+        assert report[mode]["negatives"]["oog"] == 1 and report[mode]["negatives"]["noise"] == 0
+    rows = (recipe.eval_dir / "recordings-constrained.tsv").read_text().splitlines()
+    assert sorted(row.split("\t")[0] for row in rows[1:]) == ["c0", "c1", "c2", "phone"]
+    missing = CliRunner().invoke(app, [*args[:3], str(tmp_path / "nope"), *args[4:]])
+    assert missing.exit_code != 0 and "no such file or folder" in str(missing.exception)

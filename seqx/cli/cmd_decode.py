@@ -209,6 +209,11 @@ def transcribe(
 def evaluate(
     recipe: RecipeArg = DEFAULT_RECIPE,
     split: Annotated[str, typer.Option("--split", help="Which split to score.")] = "test",
+    on: Annotated[
+        Optional[Path],
+        typer.Option("--on", help="Score your own recordings instead of a split: a folder of audio + .txt, a "
+                                  "JSONL/CSV/TSV manifest or a Kaldi dir (data.manifest's readers)."),
+    ] = None,
     model: ModelOpt = None,
     beam: BeamOpt = None,
     greedy: GreedyOpt = False,
@@ -237,13 +242,14 @@ def evaluate(
         slot_weight=slot_weight,
     )
     with RichReporter() as reporter:
-        reports = compare(loaded, bundle, settings, split=split, reporter=reporter, limit=limit, n_oog=oog)
+        reports = compare(loaded, bundle, settings, split=split, reporter=reporter, limit=limit, n_oog=oog, on=on)
     if json_out:
         out.print_json(json.dumps({mode: r.to_json() for mode, r in reports.items()}))
         return
     search = "greedy" if settings.beam == 1 else f"beam {settings.beam}, ctc {settings.ctc_weight:g}"
     grammars = [r.grammar for r in reports.values() if r.grammar]
     first = next(iter(reports.values()))
+    split = f"{on} (your recordings)" if on is not None else split
     title = f"{loaded.name} / {split}, {first.overall.utterances} utterances ({search}{', grammar ' + grammars[0] if grammars else ''})"
     table = Table(title=title, caption="acc: sentence / command (intent + slots); FR: commands not understood; "
                                        "wrong: commands understood as another command; "
@@ -256,8 +262,8 @@ def evaluate(
     for mode, r in reports.items():
         c, n = r.commands, r.negatives
         table.add_row(mode, f"{100 * r.overall.wer:.2f}", pct(r.overall.sentence_accuracy), pct(c and c.acceptance),
-                      pct(c and c.false_rejects), pct(c and c.wrong_answers), pct(n and n.oog_false_accepts),
-                      pct(n and n.noise_false_accepts), f"{r.rtf:.3f}")
+                      pct(c and c.false_rejects), pct(c and c.wrong_answers), pct(n.oog_false_accepts if n and n.oog else None),
+                      pct(n.noise_false_accepts if n and n.noise else None), f"{r.rtf:.3f}")
     out.print(table)
     for mode, r in reports.items():
         c = r.commands

@@ -18,11 +18,13 @@ import numpy as np
 import soundfile as sf
 
 from seqx.data.manifest import Utterance
-from seqx.errors import SeqxError
-from seqx.featurize.samples import AUDIO_SUFFIXES
+from seqx.errors import AudioError, SeqxError
+from seqx.featurize.samples import AUDIO_SUFFIXES, SOUNDFILE_ONLY, read_samples
 from seqx.recipe import ManifestSettings
+from seqx.report import Reporter
 
 Row = tuple[str, str, str, str]  # id, audio, text, speaker
+CHECK_RATE = 16000  # the rate a decoded container is checked at (its length is the same at any)
 
 
 def detect_format(path: Path, declared: str) -> str:
@@ -130,6 +132,19 @@ def _folder(path: Path, settings: ManifestSettings) -> list[Row]:
     return rows
 
 
+def read_checked(
+    source: Path, settings: ManifestSettings, what: str, max_duration: float, reporter: Reporter
+) -> tuple[list[Utterance], list[tuple[str, str]]]:
+    """A manifest source's usable utterances, with a progress bar; each skipped one is said, with why."""
+    rows = read_rows(source, settings)
+    task = reporter.task(f"check {what}", total=len(rows), unit="utt")
+    kept, bad = check_rows(rows, max_duration, task.advance)
+    task.close()
+    for name, reason in bad:
+        reporter.warn(f"{name}: {reason}")
+    return kept, bad
+
+
 def check_rows(
     rows: list[Row], max_duration: float, advance: Callable[[int], None] | None = None
 ) -> tuple[list[Utterance], list[tuple[str, str]]]:
@@ -162,7 +177,9 @@ def _problem(audio: str, text: str, max_duration: float) -> tuple[str | None, fl
         info = sf.info(audio)
         duration = info.frames / info.samplerate
     except (RuntimeError, sf.LibsndfileError) as err:
-        return f"unreadable audio ({_why(err)})", 0.0
+        if Path(audio).suffix.lower() in SOUNDFILE_ONLY:
+            return f"unreadable audio ({_why(err)})", 0.0
+        return _decoded_problem(audio, max_duration)  # m4a, webm, mp4 ...: what read_samples decodes
     if info.frames == 0:
         return "empty audio", 0.0
     if duration > max_duration:
@@ -174,6 +191,20 @@ def _problem(audio: str, text: str, max_duration: float) -> tuple[str | None, fl
     if not np.isfinite(head).all():
         return "audio has NaN/inf samples", duration
     if np.abs(head).max() == 0:
+        return "silent audio (all samples zero)", duration
+    return None, duration
+
+
+def _decoded_problem(audio: str, max_duration: float) -> tuple[str | None, float]:
+    """`_problem` for a container libsndfile does not read: decoded whole, as featurizing will."""
+    try:
+        samples = read_samples(audio, CHECK_RATE)
+    except AudioError as err:
+        return err.problem, 0.0
+    duration = samples.size / CHECK_RATE
+    if duration > max_duration:
+        return f"longer than data.max_duration ({duration:.1f} s > {max_duration:g} s)", duration
+    if np.abs(samples).max() == 0:
         return "silent audio (all samples zero)", duration
     return None, duration
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from seqx.data import engines
-from seqx.data.importers import check_rows, read_rows
+from seqx.data.importers import read_checked
 from seqx.data.manifest import Utterance, read_manifest, write_manifest
 from seqx.data.synth import OTHER_LENGTHS, SPLITS, corpus_grammar, oog_strings_changed, other_word_share, synthesize
 from seqx.errors import SeqxError
@@ -17,7 +17,7 @@ from seqx.faults import fault_point
 from seqx.grammar.load import grammar_files
 from seqx.grammar.model import Grammar
 from seqx.lock import stage_lock
-from seqx.recipe import ManifestSettings, Recipe
+from seqx.recipe import Recipe
 from seqx.report import Collect, Reporter
 from seqx.stage import atomic_write_text, file_signature, fingerprint, is_fresh, mark_done
 
@@ -141,19 +141,6 @@ def _run_data_stage(recipe: Recipe, reporter: Reporter, force: bool) -> DataRepo
     return _report(out_dir, False, manifests, skipped)
 
 
-def _checked(
-    source: Path, settings: ManifestSettings, what: str, max_duration: float, reporter: Reporter
-) -> tuple[list[Utterance], list[tuple[str, str]]]:
-    """A manifest source's usable utterances, with a progress bar; each skipped one is said, with why."""
-    rows = read_rows(source, settings)
-    task = reporter.task(f"check {what}", total=len(rows), unit="utt")
-    kept, bad = check_rows(rows, max_duration, task.advance)
-    task.close()
-    for name, reason in bad:
-        reporter.warn(f"{name}: {reason}")
-    return kept, bad
-
-
 def _own_recordings(recipe: Recipe, reporter: Reporter) -> tuple[list[Utterance], list[tuple[str, str]]]:
     """`data.synth.recordings`: the user's own voice beside the made ones, in train only (valid and test
     stay voices never heard, so their figures still say how a new voice fares), each recording
@@ -161,7 +148,7 @@ def _own_recordings(recipe: Recipe, reporter: Reporter) -> tuple[list[Utterance]
     source = Path(recipe.data.synth.recordings or "")
     if not source.exists():
         raise SeqxError(f"data.synth.recordings: {source}: no such file or folder")
-    kept, bad = _checked(source, recipe.data.manifest, "recordings", recipe.data.max_duration, reporter)
+    kept, bad = read_checked(source, recipe.data.manifest, "recordings", recipe.data.max_duration, reporter)
     if not kept:
         raise SeqxError(f"data.synth.recordings: {source}: no usable recordings")
     repeat = recipe.data.synth.recordings_repeat
@@ -181,7 +168,7 @@ def _import(recipe: Recipe, reporter: Reporter) -> tuple[dict[str, list[Utteranc
         source = getattr(settings, split)
         if not source:
             continue
-        kept, bad = _checked(Path(source), settings, split, recipe.data.max_duration, reporter)
+        kept, bad = read_checked(Path(source), settings, split, recipe.data.max_duration, reporter)
         manifests[split], skipped = kept, skipped + bad
     for split in ("valid", "test"):
         if split not in manifests:  # carve it out of train by speaker, so no speaker is in both

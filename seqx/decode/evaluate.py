@@ -22,7 +22,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from seqx.data.manifest import CLIPPED_SUFFIX, TIGHT_SUFFIX, read_manifest
+from seqx.data.importers import read_checked
+from seqx.data.manifest import CLIPPED_SUFFIX, TIGHT_SUFFIX, Utterance, read_manifest
 from seqx.decode.bundle import Bundle
 from seqx.decode.metrics import Scores, UtteranceErrors, pool, utterance_errors
 from seqx.decode.negatives import Negative, build_negatives
@@ -121,6 +122,7 @@ def evaluate(
     negatives: list[Negative] | None = None,
     parser: Grammar | None = None,
     prepared: PreparedFiles | None = None,
+    utts: list[Utterance] | None = None,
 ) -> EvalReport:
     """Transcribe every utterance of `split` and compare with its normalized transcript.
 
@@ -128,14 +130,17 @@ def evaluate(
     negatives: also transcribe these and count what comes back understood.
     parser: the grammar that parses references (and free hypotheses) for command acceptance
     (default: the constraint's, else the bundle's). prepared: files read, gated and featurized
-    by an earlier pass (`compare` shares them between its two).
+    by an earlier pass (`compare` shares them between its two). utts: these utterances
+    (`seqx evaluate --on`) instead of the split's manifest; `split` then names the files written.
     """
     constraint = constraint or Constraint.of(bundle, settings)
     parser = parser or constraint.grammar or bundle.grammar
-    manifest = recipe.data_dir / f"{split}.jsonl"
-    if not manifest.is_file():
-        raise SeqxError(f"{manifest}: no such manifest; run `seqx data` (or `seqx featurize`) for this recipe first")
-    utts = read_manifest(manifest)[:limit] if limit else read_manifest(manifest)
+    if utts is None:
+        manifest = recipe.data_dir / f"{split}.jsonl"
+        if not manifest.is_file():
+            raise SeqxError(f"{manifest}: no such manifest; run `seqx data` (or `seqx featurize`) for this recipe first")
+        utts = read_manifest(manifest)
+    utts = utts[:limit] if limit else utts
     paths = [u.audio for u in utts] + [n.audio for n in negatives or []]
     every = transcribe_files(bundle, paths, settings, reporter=reporter or Collect(), constraint=constraint,
                              prepared=prepared)
@@ -245,28 +250,56 @@ def compare(
     reporter: Reporter | None = None,
     limit: int | None = None,
     n_oog: int = 120,
+    on: Path | None = None,
 ) -> dict[str, EvalReport]:
     """The split and its negative set decoded free and with `settings.grammar`, one after the other.
 
     The negatives are made once under exp/NAME/eval/negatives/ (test voices for the test split).
     Without a grammar (none in the bundle, or `decode.grammar: none`) only the free run is made.
+    on: recordings of your own (a folder of audio + .txt, a JSONL/CSV/TSV manifest, a Kaldi dir)
+    instead of the split: those whose transcript the grammar holds are its commands, the others
+    its out-of-grammar negatives; no made ones (the question is how your voice fares).
     """
     reporter = reporter or Collect()
     constraint = Constraint.of(bundle, settings)
     parser = constraint.grammar or bundle.grammar
-    negatives = None
-    if parser is not None and recipe.data.source == "synth":
+    negatives, utts = None, None
+    if on is not None:
+        split = "recordings"
+        utts, negatives = own_recordings(on, recipe, bundle, parser, reporter)
+    elif parser is not None and recipe.data.source == "synth":
         folder = recipe.eval_dir / ("negatives" if split == "test" else f"negatives-{split}")
         negatives = build_negatives(recipe, parser, split, folder, n_oog=n_oog, reporter=reporter)
     free = settings.model_copy(update={"grammar": "none"})
     prepared = PreparedFiles()  # the two passes hear the same files: read, gate and featurize them once
     reports = {"free": evaluate(recipe, bundle, free, split, reporter, limit, tag="free", constraint=Constraint(),
-                                negatives=negatives, parser=parser, prepared=prepared)}
+                                negatives=negatives, parser=parser, prepared=prepared, utts=utts)}
     if constraint.grammar is not None:
         reports["constrained"] = evaluate(recipe, bundle, settings, split, reporter, limit, tag="constrained",
                                           constraint=constraint, negatives=negatives, parser=parser,
-                                          prepared=prepared)
+                                          prepared=prepared, utts=utts)
     return reports
+
+
+def own_recordings(
+    source: Path, recipe: Recipe, bundle: Bundle, parser: Grammar | None, reporter: Reporter
+) -> tuple[list[Utterance], list[Negative] | None]:
+    """`seqx evaluate --on SOURCE`: its usable recordings (a bad one is skipped and said), split into the
+    grammar's commands and, as negatives, what it does not hold (speech a model must turn away)."""
+    if not source.exists():
+        raise SeqxError(f"--on: {source}: no such file or folder")
+    kept, _ = read_checked(source, recipe.data.manifest, "recordings", recipe.data.max_duration, reporter)
+    if not kept:
+        raise SeqxError(f"--on: {source}: no usable recordings")
+    if parser is None:
+        return kept, None
+    said = [normalize_text(u.text, bundle.tokenizer.settings) for u in kept]
+    commands = [u for u, text in zip(kept, said, strict=True) if parser.parse(text) is not None]
+    others = [Negative(u.id, u.audio, "oog", "recordings", u.text)
+              for u, text in zip(kept, said, strict=True) if parser.parse(text) is None]  # fmt: skip
+    if not commands:
+        raise SeqxError(f"--on: {source}: none of its {len(kept)} transcripts is a command of the grammar")
+    return commands, others or None
 
 
 def _heldout_commands(path: Path, bundle: Bundle) -> set[str]:
