@@ -30,4 +30,4 @@ _Loader.yaml_implicit_resolvers = {
 
 def load_yaml(text: str) -> Any:
     """`yaml.safe_load`, but `7:30` is the text "7:30"."""
-    return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+    return yaml.load(text, Loader=_Loader)  # a SafeLoader subclass: as safe as safe_load

@@ -28,8 +28,8 @@ from seqx.decode.bundle import Bundle
 from seqx.decode.metrics import Scores, UtteranceErrors, pool, utterance_errors
 from seqx.decode.negatives import Negative, build_negatives
 from seqx.decode.transcribe import Constraint, PreparedFiles, Result, resolve_precision, transcribe_files
-from seqx.grammar.model import Grammar, Parse
 from seqx.errors import SeqxError
+from seqx.grammar.model import Grammar, Parse
 from seqx.recipe import DecodeSettings, Recipe
 from seqx.report import Collect, Reporter
 from seqx.stage import atomic_write, atomic_write_text

@@ -233,10 +233,9 @@ def open_grammar(path: str | Path, overrides: list[str] | None = None) -> Gramma
     """What `seqx grammar PATH` shows: a grammar file, or the grammar of a recipe (.yaml without `intents`)."""
     import yaml
 
-    from seqx.yaml_load import load_yaml
-
     from seqx.errors import RecipeError
     from seqx.recipe_files import find_recipe
+    from seqx.yaml_load import load_yaml
 
     path = Path(path)
     if path.suffix.lower() in ("", ".yaml", ".yml") and not path.is_file():

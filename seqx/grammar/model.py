@@ -38,8 +38,8 @@ from seqx.grammar.syntax import (
     literal_words,
     parse_template,
     render,
-    says_something,
     reported_name,
+    says_something,
     sequence_of,
     slot_refs,
 )

@@ -95,13 +95,13 @@ def spell_out(text: str) -> str:
     # each rule reads within a word: a grammar's words are spelled one by one and must come out as its
     # sentences do ("20 °C" is "twenty" then "degrees celsius")
     text = re.sub(r"%", " percent ", text)
-    text = re.sub(r"°([fc](?![a-z]))?", lambda m: _DEGREES[(m.group(1) or "").lower()], text, flags=re.I)
+    text = re.sub(r"°([fc](?![a-z]))?", lambda m: _DEGREES[(m.group(1) or "").lower()], text, flags=re.IGNORECASE)
     text = re.sub(r"([$£€])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d\d))?(?!\d)", _money, text)
     text = re.sub(r"(?<![\d:])(\d{1,2}):(\d\d)(?![\d:])", _clock, text)
     text = re.sub(r"(?<![\d/])(\d/\d)(?![\d/])", lambda m: f" {_FRACTIONS.get(m.group(1), m.group(1))} ", text)
     text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text)  # 1,000 is one thousand
     text = re.sub(r"(\d*)\.(\d+)", _decimal, text)
-    text = re.sub(r"(\d+)(?:st|nd|rd|th)\b", lambda m: f" {ordinal_words(int(m.group(1)))} ", text, flags=re.I)
+    text = re.sub(r"(\d+)(?:st|nd|rd|th)\b", lambda m: f" {ordinal_words(int(m.group(1)))} ", text, flags=re.IGNORECASE)
     text = re.sub(r"(?<=\d)-(?=\d)", " to ", text)  # 5-10 minutes
     text = re.sub(r"(?<=\d)/(?=\d)", " ", text)  # 24/7
     text = re.sub(r"(?:^|(?<=\s))-(?=\d)", "minus ", text)
