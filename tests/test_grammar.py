@@ -563,3 +563,17 @@ def test_times_in_a_yaml_grammar_are_times(tmp_path: Path) -> None:
     said = grammar.spoken(lambda text: normalize_text(text, TokenizerSettings()))
     assert said.parse("wake me at ten fifteen").slots == {"time": "10:15"}
     assert said.parse("wake me at six thirty").slots == {"time": "6:30"}
+
+
+def test_show_warns_of_words_said_alike_where_either_may_come() -> None:
+    """ "turn right" or "turn write", "Ann" or "Anne": one sound, two answers; `seqx grammar --show` says
+    so. "red" and "read" (said "reed" alone) and words that never compete are left alone."""
+    from seqx.grammar.summary import summarize
+
+    grammar = Grammar.build({"light": ["turn (right | write | left) the {thing}", "read the {thing}"],
+                             "look": ["(see | sea) the {thing}"]},
+                            {"thing": ["book", "lamp", "Ann", "Anne", "red"]})
+    assert summarize(grammar).sound_alike == [["Ann", "Anne"], ["right", "write"], ["sea", "see"]]
+    assert summarize(load_grammar(load_recipe(REPO / "recipes/commands.yaml"))).sound_alike == []
+    result = CliRunner().invoke(_app(), ["grammar", str(REPO / "recipes/commands.yaml"), "--show"])
+    assert result.exit_code == 0 and "sound alike" not in result.output

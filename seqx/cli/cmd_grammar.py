@@ -58,6 +58,9 @@ def grammar(
             for name, size in summary.slots.items():
                 slots.add_row(name, str(size))
             out.print(slots)
+        for group in summary.sound_alike:
+            out.print(f"[yellow]warning:[/] {' / '.join(repr(w) for w in group)} sound alike where the grammar takes "
+                      "either: a recognizer cannot tell which was said (word one of them otherwise)", highlight=False)
     for parse in parses:
         filled = " ".join(f"{k}={v}" for k, v in parse.slots.items())
         out.print(f"{parse.text}  [dim]->[/] [bold]{parse.intent}[/] {{{filled}}}", highlight=False)

@@ -28,6 +28,17 @@ def sound_alike(words: Iterable[str], targets: Iterable[str]) -> set[str]:
     return {w for w in words if said.get(w) in heard}
 
 
+def alike_groups(words: Iterable[str]) -> list[tuple[str, ...]]:
+    """The groups of two or more of `words` that espeak-ng says alike ("right", "write"); none
+    without espeak-ng."""
+    said = _phonemes(tuple(sorted(set(words))))
+    groups: dict[str, list[str]] = {}
+    for word, sound in said.items():
+        if sound:
+            groups.setdefault(sound, []).append(word)
+    return sorted(tuple(group) for group in groups.values() if len(group) > 1)
+
+
 @lru_cache(maxsize=8)
 def _phonemes(words: tuple[str, ...]) -> dict[str, str]:
     """Each word's phonemes, stress marks removed. One espeak-ng process for all of them: a word

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from seqx.grammar.model import Grammar
@@ -19,6 +19,9 @@ class GrammarSummary:
     dfa_states: int
     dfa_arcs: int
     compile_seconds: float
+    # words said alike where the grammar allows either ("right" / "write" after "turn"): a recognizer
+    # hears one sound, so which of them it writes is a coin toss the grammar set up
+    sound_alike: list[list[str]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -41,4 +44,17 @@ def summarize(grammar: Grammar) -> GrammarSummary:
         dfa_states=dfa.num_states,
         dfa_arcs=dfa.num_arcs,
         compile_seconds=round(seconds, 4),
+        sound_alike=[list(group) for group in sound_alike_choices(grammar)],
     )
+
+
+def sound_alike_choices(grammar: Grammar) -> list[tuple[str, ...]]:
+    """Words the grammar offers at one point that espeak-ng says alike: each group once, however many
+    points offer it (`seqx grammar --show` warns of them)."""
+    from seqx.data.sound_alike import alike_groups
+
+    found: set[tuple[str, ...]] = set()
+    for arcs in grammar.word_dfa().arcs:
+        if len(arcs) > 1:
+            found.update(alike_groups(str(word) for word in arcs))
+    return sorted(found)
