@@ -408,7 +408,7 @@ def test_evaluate_on_your_own_recordings(trained: tuple[Recipe, Bundle], tmp_pat
         args += ["--set", key]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert f"{tmp_path / 'broken.wav'}: unreadable audio" in " ".join(result.output.split())  # rich wraps lines
+    assert f"{tmp_path / 'broken.wav'}:unreadableaudio" in "".join(result.output.split())  # rich wraps, mid-path too
     report = json.loads(result.output[result.output.index("{"):])
     for mode in ("free", "constrained"):
         assert report[mode]["commands"]["commands"] == 4  # c0-c2 and the phone's, not the broken one
