@@ -58,7 +58,8 @@ def microphone_blocks(device: str | int | None = None, block: int = BLOCK, rate:
             own = _own_rate(sd, device)
             if rate != SAMPLE_RATE or "sample rate" not in str(err).lower() or own in (None, rate):
                 raise
-            rate, stream = own, opened(own)  # it refused 16 kHz: its own rate, resampled here
+            rate = own  # it refused 16 kHz: its own rate, resampled here (and named if that fails too)
+            stream = opened(rate)
     except (sd.PortAudioError, ValueError) as err:  # ValueError: "No input device matching ..."
         raise AudioSourceError(f"microphone: cannot open {what} at {rate} Hz ({_first_line(err)})") from None
     return _drain(stream, blocks, rate)
