@@ -293,10 +293,10 @@ def own_recordings(
         raise SeqxError(f"--on: {source}: no usable recordings")
     if parser is None:
         return kept, None
-    said = [normalize_text(u.text, bundle.tokenizer.settings) for u in kept]
-    commands = [u for u, text in zip(kept, said, strict=True) if parser.parse(text) is not None]
+    holds = [parser.parse(normalize_text(u.text, bundle.tokenizer.settings)) is not None for u in kept]
+    commands = [u for u, held in zip(kept, holds, strict=True) if held]
     others = [Negative(u.id, u.audio, "oog", "recordings", u.text)
-              for u, text in zip(kept, said, strict=True) if parser.parse(text) is None]  # fmt: skip
+              for u, held in zip(kept, holds, strict=True) if not held]  # fmt: skip
     if not commands:
         raise SeqxError(f"--on: {source}: none of its {len(kept)} transcripts is a command of the grammar")
     return commands, others or None

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -87,7 +88,7 @@ def _read_other_container(path: Path) -> tuple[np.ndarray, int]:
         raise AudioError(path, f"unreadable or unsupported audio ({type(err).__name__}{hint})") from None
 
 
-def _read_with_av(av, path: Path) -> tuple[np.ndarray, int]:  # noqa: ANN001 - the module, imported lazily
+def _read_with_av(av: Any, path: Path) -> tuple[np.ndarray, int]:  # av: the module, imported lazily
     """The first audio stream, mixed to mono float32 at its own rate."""
     with av.open(str(path)) as container:
         stream = next((s for s in container.streams if s.type == "audio"), None)

@@ -28,7 +28,9 @@ class AudioSourceError(SeqxError):
     """No microphone, a PortAudio failure, or an input that cannot be read: one printable line."""
 
 
-def microphone_blocks(device: str | int | None = None, block: int = BLOCK, rate: int = SAMPLE_RATE) -> Iterator[np.ndarray]:
+def microphone_blocks(
+    device: str | int | None = None, block: int = BLOCK, rate: int = SAMPLE_RATE
+) -> Iterator[np.ndarray]:
     """Blocks from a PortAudio input device (the default one when `device` is None), at 16 kHz.
 
     The device is opened at `rate`; one that refuses 16 kHz (a USB microphone or a Raspberry Pi's
