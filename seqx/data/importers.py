@@ -182,17 +182,14 @@ def _problem(audio: str, text: str, max_duration: float) -> tuple[str | None, fl
         return _decoded_problem(audio, max_duration)  # m4a, webm, mp4 ...: what read_samples decodes
     if info.frames == 0:
         return "empty audio", 0.0
-    if duration > max_duration:
-        return f"longer than data.max_duration ({duration:.1f} s > {max_duration:g} s)", duration
+    too_long = _too_long(duration, max_duration)
+    if too_long:  # said before a long file is read
+        return too_long, duration
     try:
         head = sf.read(audio, frames=min(info.frames, info.samplerate * 30), dtype="float32")[0]
     except (RuntimeError, sf.LibsndfileError) as err:
         return f"unreadable audio ({_why(err)})", 0.0
-    if not np.isfinite(head).all():
-        return "audio has NaN/inf samples", duration
-    if np.abs(head).max() == 0:
-        return "silent audio (all samples zero)", duration
-    return None, duration
+    return _samples_problem(head), duration
 
 
 def _decoded_problem(audio: str, max_duration: float) -> tuple[str | None, float]:
@@ -202,11 +199,17 @@ def _decoded_problem(audio: str, max_duration: float) -> tuple[str | None, float
     except AudioError as err:
         return err.problem, 0.0
     duration = samples.size / CHECK_RATE
-    if duration > max_duration:
-        return f"longer than data.max_duration ({duration:.1f} s > {max_duration:g} s)", duration
-    if np.abs(samples).max() == 0:
-        return "silent audio (all samples zero)", duration
-    return None, duration
+    return _too_long(duration, max_duration) or _samples_problem(samples), duration
+
+
+def _too_long(duration: float, max_duration: float) -> str | None:
+    return f"longer than data.max_duration ({duration:.1f} s > {max_duration:g} s)" if duration > max_duration else None
+
+
+def _samples_problem(samples: np.ndarray) -> str | None:
+    if not np.isfinite(samples).all():
+        return "audio has NaN/inf samples"
+    return "silent audio (all samples zero)" if np.abs(samples).max() == 0 else None
 
 
 def _why(err: Exception) -> str:
