@@ -28,15 +28,19 @@ def sound_alike(words: Iterable[str], targets: Iterable[str]) -> set[str]:
     return {w for w in words if said.get(w) in heard}
 
 
-def alike_groups(words: Iterable[str]) -> list[tuple[str, ...]]:
-    """The groups of two or more of `words` that espeak-ng says alike ("right", "write"); none
-    without espeak-ng."""
-    said = _phonemes(tuple(sorted(set(words))))
-    groups: dict[str, list[str]] = {}
-    for word, sound in said.items():
-        if sound:
-            groups.setdefault(sound, []).append(word)
-    return sorted(tuple(group) for group in groups.values() if len(group) > 1)
+def alike_groups(choices: Iterable[Iterable[str]]) -> list[tuple[str, ...]]:
+    """Within each choice of words, the groups of two or more that espeak-ng says alike ("right",
+    "write"), each group once; none without espeak-ng. One espeak-ng run for every choice's words."""
+    choices = [sorted(set(words)) for words in choices]
+    said = _phonemes(tuple(sorted({w for words in choices for w in words})))
+    found: set[tuple[str, ...]] = set()
+    for words in choices:
+        groups: dict[str, list[str]] = {}
+        for word in words:
+            if said.get(word):
+                groups.setdefault(said[word], []).append(word)
+        found.update(tuple(group) for group in groups.values() if len(group) > 1)
+    return sorted(found)
 
 
 @lru_cache(maxsize=8)

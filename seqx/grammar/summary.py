@@ -53,8 +53,4 @@ def sound_alike_choices(grammar: Grammar) -> list[tuple[str, ...]]:
     points offer it (`seqx grammar --show` warns of them)."""
     from seqx.data.sound_alike import alike_groups
 
-    found: set[tuple[str, ...]] = set()
-    for arcs in grammar.word_dfa().arcs:
-        if len(arcs) > 1:
-            found.update(alike_groups(str(word) for word in arcs))
-    return sorted(found)
+    return alike_groups([str(word) for word in arcs] for arcs in grammar.word_dfa().arcs if len(arcs) > 1)
