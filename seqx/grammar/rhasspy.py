@@ -20,7 +20,7 @@ from pathlib import Path
 
 from seqx.grammar.errors import GrammarError
 from seqx.grammar.model import Grammar, Output, Slot, SlotValue, Template
-from seqx.grammar.syntax import Alt, Expr, Opt, Seq, SlotRef, Word, choice_of, render, reported_name, sequence_of
+from seqx.grammar.syntax import Alt, Expr, Opt, SlotRef, Word, choice_of, render, reported_name, sequence_of
 from seqx.tokenize.text import number_words
 
 MAX_SLOT_VALUES = 10_000  # a tag over more ways to say it than this is not a slot a command needs
@@ -194,7 +194,7 @@ def _free(taken: dict[str, Slot], name: str) -> str:
 
 
 def _words(words: tuple[str, ...]) -> Expr | None:
-    return None if not words else Word(words[0]) if len(words) == 1 else Seq(tuple(Word(w) for w in words))
+    return sequence_of([Word(w) for w in words])
 
 
 def _join(a: _Said, b: _Said) -> _Said:
