@@ -56,7 +56,7 @@ class GrammarSettings(_Section):
 
     file: str | None = None
     intents: dict[str, list[str | dict[str, float]] | IntentSettings] = Field(default_factory=dict)
-    # bool first: an unquoted on/off/yes/no is a YAML boolean, kept as one so the grammar can say so
+    # bool first: an unquoted true/false is a YAML boolean, kept as one so the grammar can say so
     slots: dict[str, list[bool | str | int | float | dict[str, Any]]] = Field(default_factory=dict)
 
     @model_validator(mode="before")

@@ -24,6 +24,7 @@ import yaml
 
 from seqx.constants import DEFAULT_RECIPE
 from seqx.errors import RecipeError, yaml_problem
+from seqx.text_files import read_text_file
 from seqx.yaml_load import load_yaml
 
 SHIPPED = Path(__file__).resolve().parent / "recipes"
@@ -54,7 +55,7 @@ def read_recipe_file(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     if resolved in seen:
         raise RecipeError(f"{path}: base: the recipe is its own base ({' -> '.join(p.name for p in (*seen, path))})")
     try:
-        raw = load_yaml(path.read_text()) or {}
+        raw = load_yaml(read_text_file(path)) or {}
     except yaml.YAMLError as err:
         line, problem = yaml_problem(err)
         where = f" (line {line})" if line is not None else ""

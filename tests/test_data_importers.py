@@ -55,7 +55,8 @@ def test_importers_keep_good_and_report_bad(tmp_path: Path, fmt: str, espeak_wav
     elif fmt in ("csv", "tsv"):
         sep = "," if fmt == "csv" else "\t"
         source = tmp_path / f"m.{fmt}"
-        source.write_text(f"audio{sep}text\n" + "".join(f"{rel[k]}{sep}{t}\n" for k, t in TEXTS.items()))
+        table = f"audio{sep}text\n" + "".join(f"{rel[k]}{sep}{t}\n" for k, t in TEXTS.items())
+        source.write_bytes(table.replace("\n", "\r\n").encode("utf-8-sig"))  # as Excel's "CSV UTF-8" saves it
     elif fmt == "kaldi":
         source = tmp_path / "kaldi"
         source.mkdir()
@@ -67,7 +68,7 @@ def test_importers_keep_good_and_report_bad(tmp_path: Path, fmt: str, espeak_wav
         source = tmp_path / "audio"
         for key, text in TEXTS.items():
             if key != "missing":
-                (source / f"{key}.txt").write_text(text)
+                (source / f"{key}.txt").write_text(text, encoding="utf-8-sig")  # Notepad's byte-order mark
     recipe = _recipe(tmp_path, str(source), valid=str(source), test=str(source))
     report = run_data_stage(recipe)
     kept = read_manifest(recipe.data_dir / "train.jsonl")

@@ -537,16 +537,45 @@ def test_cli_show_and_sample_json() -> None:
     assert result.exit_code == 0 and "cards" in result.stdout
 
 
-def test_unquoted_on_off_is_named_and_colons_survive_storage(tmp_path: Path) -> None:
+def test_yes_no_on_off_are_words_true_false_named_and_colons_survive_storage(tmp_path: Path) -> None:
+    """YAML 1.1 reads unquoted yes/no/on/off as booleans: a confirmation grammar's intents were "True"
+    and "False", its commands the words "true" and "false". They are words (YAML 1.2); an unquoted
+    true/false slot value is still named, and a recipe's switches still take `on`."""
     path = tmp_path / "r.yaml"
     path.write_text("data:\n  synth:\n    grammar:\n      intents:\n        go: ['turn {state}']\n"
                     "      slots:\n        state: [on, off]\n")
+    assert load_grammar(load_recipe(path)).parse("turn off").slots == {"state": "off"}
+    assert load_recipe(path, ["features.kaldi=on"]).features.kaldi is True
+    path.write_text(path.read_text().replace("[on, off]", "[true, false]"))
     with pytest.raises(GrammarError, match=r":7: slot state: value true is a YAML boolean"):
         load_recipe(path)
+    confirm = tmp_path / "confirm.yaml"
+    confirm.write_text("intents:\n  yes: [yes, yeah]\n  no: [no, nope]\n  on: [switch it on]\n")
+    grammar = grammar_from_file(confirm)
+    assert sorted(grammar.intents) == ["no", "on", "yes"]
+    assert grammar.parse("yes").intent == "yes" and grammar.parse("no").intent == "no"
+    assert grammar.parse("true") is None
     grammar = Grammar.build({"t": ["at {time}"]}, {"time": [("ten thirty", "10:30"), ("12:00", "12:00")]})
     again = Grammar.from_dict(json.loads(json.dumps(grammar.to_dict())))
     assert again.parse("at 12:00").slots == {"time": "12:00"}
     assert again.parse("at ten thirty").slots == {"time": "10:30"}
+
+
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16", "cp1252"])
+def test_grammar_files_saved_by_windows_editors_read_as_written(tmp_path: Path, encoding: str) -> None:
+    """Notepad's UTF-8 starts with a byte-order mark (a JSGF file was "expected a rule, got '\\ufeff#JSGF'"),
+    Windows PowerShell's `>` writes UTF-16, an older editor cp1252; line ends are \\r\\n."""
+    jsgf = tmp_path / "lights.jsgf"
+    jsgf.write_bytes("#JSGF V1.0;\r\ngrammar lights;\r\npublic <cmd> = (turn on | turn off) the (light | café lamp);\r\n"
+                     .encode(encoding))
+    assert grammar_from_file(jsgf).parse("turn on the café lamp") is not None
+    phrases = tmp_path / "phrases.txt"
+    phrases.write_bytes("play Beyoncé\r\nturn on the light\r\n".encode(encoding))
+    grammar = grammar_from_file(phrases)
+    assert grammar.parse("play Beyoncé") is not None and grammar.parse("turn on the light") is not None
+    recipe = tmp_path / "r.yaml"
+    recipe.write_bytes("data:\r\n  synth:\r\n    grammar: phrases.txt\r\n".encode(encoding))
+    assert load_grammar(load_recipe(recipe), recipe).parse("play Beyoncé") is not None
 
 
 def test_times_in_a_yaml_grammar_are_times(tmp_path: Path) -> None:

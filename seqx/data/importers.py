@@ -10,6 +10,7 @@ stops the stage.
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +23,7 @@ from seqx.errors import AudioError, SeqxError
 from seqx.featurize.samples import AUDIO_SUFFIXES, SOUNDFILE_ONLY, read_samples
 from seqx.recipe import ManifestSettings
 from seqx.report import Reporter
+from seqx.text_files import decode_text, read_text_file
 
 Row = tuple[str, str, str, str]  # id, audio, text, speaker
 CHECK_RATE = 16000  # the rate a decoded container is checked at (its length is the same at any)
@@ -53,7 +55,7 @@ def _resolve(base: Path, audio: str) -> str:
 
 def _jsonl(path: Path, settings: ManifestSettings) -> list[Row]:
     rows = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
+    for number, line in enumerate(read_text_file(path).splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -75,7 +77,7 @@ def _jsonl(path: Path, settings: ManifestSettings) -> list[Row]:
 
 def _table(path: Path, settings: ManifestSettings) -> list[Row]:
     delimiter = "\t" if path.suffix.lower() == ".tsv" or settings.format == "tsv" else ","
-    with path.open(newline="") as handle:
+    with io.StringIO(decode_text(path.read_bytes()), newline="") as handle:  # Excel's "CSV UTF-8" starts with a mark
         reader = csv.DictReader(handle, delimiter=delimiter)
         fields = reader.fieldnames or []
         if settings.audio_column not in fields:
@@ -95,7 +97,7 @@ def _kaldi(path: Path, settings: ManifestSettings) -> list[Row]:
         if not file.is_file():
             return {}
         entries = {}
-        for line in file.read_text().splitlines():
+        for line in read_text_file(file).splitlines():
             key, _, value = line.strip().partition(" ")
             if key:
                 entries[key] = value.strip()
@@ -125,7 +127,7 @@ def _folder(path: Path, settings: ManifestSettings) -> list[Row]:
     rows = []
     for audio in sorted(p for p in path.rglob("*") if p.suffix.lower() in AUDIO_SUFFIXES):
         transcript = audio.with_suffix(".txt")
-        text = transcript.read_text().strip() if transcript.is_file() else ""
+        text = read_text_file(transcript).strip() if transcript.is_file() else ""
         # the id is the path below the folder, so a/1.wav and b/1.wav stay two utterances
         utt_id = "-".join(audio.relative_to(path).with_suffix("").parts)
         rows.append((utt_id, str(audio.resolve()), text, audio.parent.name))

@@ -27,6 +27,7 @@ from pathlib import Path
 from seqx.grammar.errors import GrammarError
 from seqx.grammar.model import Grammar, Slot, SlotValue, Template
 from seqx.grammar.syntax import Alt, Expr, Opt, Seq, SlotRef, Word, choice_of, render, sequence_of
+from seqx.text_files import read_text_file
 
 REPEAT_MAX = 5  # `x+`: x said 1 to 5 times; `x*`: 0 to 5
 
@@ -130,7 +131,7 @@ def _import(
     if found is None:
         stem = Path(folder or ".") / grammar.replace(".", "/")
         raise GrammarError(f"{where}: no {stem}.gram or {stem}.jsgf")
-    text = found.read_text(encoding="utf-8", errors="replace")
+    text = read_text_file(found)
     _, theirs = _parse_rules(text, str(found), found.parent, importing)
     local = [n for n in theirs if "." not in n]  # in file order: the grammar is the same every run
     qualify = {n: f"{grammar}.{n}" for n in local}
@@ -412,4 +413,4 @@ def grammar_to_jsgf(grammar: Grammar, name: str | None = None) -> str:
 
 
 def load_jsgf(path: str) -> Grammar:
-    return jsgf_to_grammar(Path(path).read_text(encoding="utf-8", errors="replace"), str(path), Path(path).parent)
+    return jsgf_to_grammar(read_text_file(path), str(path), Path(path).parent)

@@ -27,6 +27,7 @@ from seqx.grammar.errors import GrammarError
 from seqx.grammar.jsgf import imported_file
 from seqx.grammar.model import Grammar, Output, Slot, SlotValue, Template
 from seqx.grammar.syntax import SLOT_NAME, parse_template, slot_refs
+from seqx.text_files import read_text_file
 
 SUFFIXES = {
     ".jsgf": "jsgf", ".gram": "jsgf", ".txt": "phrases", ".json": "vosk", ".ini": "rhasspy", ".yaml": "yaml", ".yml": "yaml",
@@ -41,7 +42,7 @@ def grammar_files(path: Path) -> list[Path]:
         files += sorted(f for f in (path.parent / "slots").rglob("*") if f.is_file())
     for file in files:
         if file.suffix.lower() in (".gram", ".jsgf") and file.is_file():
-            text = file.read_text(encoding="utf-8", errors="replace")
+            text = read_text_file(file)
             for grammar in re.findall(r"^\s*import\s*<\s*([^>]*)\.[^.>]*>", text, flags=re.MULTILINE):
                 found = imported_file(file.parent, grammar.strip())
                 files += [found] if found is not None and found not in files else []
@@ -57,7 +58,7 @@ def grammar_from_file(path: str | Path) -> Grammar:
         raise GrammarError(f"{path}: not a grammar file (expected {', '.join(sorted(SUFFIXES))})")
     if not path.is_file():
         raise GrammarError(f"{path}: no such grammar file")
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = read_text_file(path)
     if kind == "jsgf":
         from seqx.grammar.jsgf import jsgf_to_grammar
 
@@ -180,7 +181,7 @@ def _value(raw: Any, source: str, slot: str) -> SlotValue:
     output: Output
     if isinstance(raw, bool):
         raise GrammarError(f"{_at(source, slot + ':')}: slot {slot}: value {str(raw).lower()} is a YAML boolean "
-                           f"(on, off, yes and no unquoted): quote it, \"on\"")
+                           f"(true and false unquoted): quote it, \"{str(raw).lower()}\"")
     if isinstance(raw, Mapping):
         if len(raw) != 1:
             raise GrammarError(f"{_at(source, slot + ':')}: slot {slot}: a value is {{words: output}}, got {dict(raw)}")
@@ -221,7 +222,7 @@ def _at(source: str, needle: str) -> str:
     path = Path(source)
     try:
         if path.is_file():
-            for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            for number, line in enumerate(read_text_file(path).splitlines(), 1):
                 if needle in line:
                     return f"{source}:{number}"
     except OSError:
@@ -245,7 +246,7 @@ def open_grammar(path: str | Path, overrides: list[str] | None = None) -> Gramma
             pass  # not one: the grammar-file reader below says what is wrong with the path
     if path.suffix.lower() in (".yaml", ".yml") and path.is_file():
         try:
-            raw = load_yaml(path.read_text()) or {}
+            raw = load_yaml(read_text_file(path)) or {}
         except yaml.YAMLError:
             raw = {}
         if isinstance(raw, dict) and "intents" not in raw and "grammar" not in raw:

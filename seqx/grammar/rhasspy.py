@@ -21,6 +21,7 @@ from pathlib import Path
 from seqx.grammar.errors import GrammarError
 from seqx.grammar.model import Grammar, Output, Slot, SlotValue, Template
 from seqx.grammar.syntax import Alt, Expr, Opt, SlotRef, Word, choice_of, render, reported_name, sequence_of
+from seqx.text_files import read_text_file
 from seqx.tokenize.text import number_words
 
 MAX_SLOT_VALUES = 10_000  # a tag over more ways to say it than this is not a slot a command needs
@@ -161,7 +162,7 @@ class _Builder:
         if not path.is_file():
             raise GrammarError(f"{where}: ${name}: no slot file {path}")
         if f"${name}" not in self.parsed:  # read once however often it is used
-            lines = [(raw.strip(), n) for n, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)]
+            lines = [(raw.strip(), n) for n, raw in enumerate(read_text_file(path).splitlines(), 1)]
             self.parsed[f"${name}"] = [(_parse(line, f"{path}:{n}"), f"{path}:{n}")
                                        for line, n in lines if line and not line.startswith("#")]
         return [v for node, at in self.parsed[f"${name}"] for v in self.values(node, at, stack)]
