@@ -501,6 +501,14 @@ def test_phrase_list(tmp_path: Path) -> None:
     path.write_text("lights on\n(lights off\n")
     with pytest.raises(GrammarError, match=rf"^{path}:2: unbalanced"):
         grammar_from_file(path)
+    # copied from notes: list marks are not said ("1." was "one" before the command), and "Lights on."
+    # beside "lights on" is one word said twice, not two words said alike
+    path.write_text("- lights on\n* Lights on.\n1. play music\n2) stop\n\u2022 pause\n3 blind mice\n")
+    grammar = grammar_from_file(path)
+    assert enumerate_sentences(grammar) == {"lights on", "Lights on.", "play music", "stop", "pause", "3 blind mice"}
+    from seqx.grammar.summary import sound_alike_choices
+
+    assert sound_alike_choices(grammar) == []
 
 
 def test_recipe_grammar_file_shorthand(tmp_path: Path) -> None:

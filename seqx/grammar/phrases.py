@@ -1,4 +1,5 @@
-"""A plain phrase list (Vosk's way): one command a line, `#` starts a comment.
+"""A plain phrase list (Vosk's way): one command a line, `#` starts a comment, a list's
+"- ", "* " or "1. " before a command is not said.
 
 Each line is a template of its own, so plain words work and so do `(a | b)` and
 `[optional]`; all lines make one intent named after the file. Vosk's own form, the JSON list a
@@ -8,6 +9,7 @@ too (a `.json` file); its "[unk]" (anything else) is what seqx's rejection does,
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from seqx.grammar.errors import GrammarError
@@ -15,12 +17,17 @@ from seqx.grammar.model import Grammar, Template
 from seqx.grammar.syntax import parse_template, slot_refs
 
 
+# a list copied from notes or a README: "- turn on the light", "* stop", "1. play music", "2) pause";
+# left in, "1." was said "one" before every command of the list and "-" or "*" failed to parse
+_LIST_MARK = re.compile(r"^\s*(?:[-*\u2022]|\d{1,3}[.)])\s+")
+
+
 def phrases_to_grammar(text: str, source: str = "<phrases>", intent: str | None = None) -> Grammar:
     name = "phrases" if source.startswith("<") else Path(source).stem
     intent = intent or name
     templates = []
     for number, line in enumerate(text.splitlines(), 1):
-        phrase = line.split("#", 1)[0].strip()
+        phrase = _LIST_MARK.sub("", line.split("#", 1)[0]).strip()
         if not phrase:
             continue
         expr = parse_template(phrase, f"{source}:{number}")

@@ -50,7 +50,16 @@ def summarize(grammar: Grammar) -> GrammarSummary:
 
 def sound_alike_choices(grammar: Grammar) -> list[tuple[str, ...]]:
     """Words the grammar offers at one point that espeak-ng says alike: each group once, however many
-    points offer it (`seqx grammar --show` warns of them)."""
+    points offer it (`seqx grammar --show` warns of them). Words as a decoded text spells them ("Turn"
+    and "turn" are one word, not two said alike)."""
     from seqx.data.sound_alike import alike_groups
+    from seqx.recipe import TokenizerSettings
+    from seqx.tokenize.text import normalize_text
 
-    return alike_groups([str(word) for word in arcs] for arcs in grammar.word_dfa().arcs if len(arcs) > 1)
+    settings = TokenizerSettings()
+    said = grammar.spoken(lambda text: normalize_text(text, settings))
+    written: dict[str, str] = {}  # each word told as the grammar writes it
+    for word in sorted(grammar.vocabulary()):
+        written.setdefault(normalize_text(word, settings), word)
+    groups = alike_groups([str(word) for word in arcs] for arcs in said.word_dfa().arcs if len(arcs) > 1)
+    return [tuple(written.get(word, word) for word in group) for group in groups]
