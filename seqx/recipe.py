@@ -532,8 +532,10 @@ class DecodeSettings(_Section):
     min_confidence: float = Field(0.0, ge=0.0, le=1.0)  # below this a result is reported as no speech
     # a result whose CTC gap (nats per frame, seqx/decode/ctc_gap.py) is above this is no speech; 0 = off
     max_ctc_gap: float = Field(0.5, ge=0.0, le=100.0)
-    # audio whose loudest 100 ms stays below this level is silence: no speech, the model is not asked
-    silence_dbfs: float = Field(-60.0, ge=-120.0, le=0.0)
+    # audio whose loudest 100 ms stays below this level is silence: no speech, the model is not asked.
+    # -70: a command whose peaks are 50 dB below full scale (its loudest 100 ms -56 to -64 dBFS) is
+    # still heard (at -60 it was "silence" 15 times in 24); digital silence and dither are far below
+    silence_dbfs: float = Field(-70.0, ge=-120.0, le=0.0)
     # the grammar decoding is restricted to: `recipe` (the one the bundle was trained from, none
     # when it had none), `none` (free decoding), or a grammar file (.yaml/.jsgf/.gram/.txt/.json/.ini)
     grammar: str = "recipe"

@@ -232,6 +232,28 @@ def test_speech_through_a_radio_band_passes_the_gate_and_loudness_marks_it(espea
     assert speech_part(radio, 16000, 0.0, 0.5, vad_gate=0.1) is not None  # vad_threshold 0: no gate at all
 
 
+def test_a_quiet_command_is_heard_and_quiet_noise_is_not(espeak_wav, tmp_path: Path) -> None:
+    """A microphone's gain turned down: "turn on the light" with its peaks 45 and 50 dB below full
+    scale was "no speech" for Silero (and at -50 "silence" for the -60 dBFS gate); it reaches the
+    model now. White noise that quiet is raised the same way and stays no speech; a file is never
+    lowered."""
+    from seqx.decode.result import at_vad_level
+    from seqx.featurize.samples import read_samples
+    from seqx.recipe import DecodeSettings
+
+    speech = read_samples(espeak_wav(tmp_path / "q.wav", "turn on the light"), 16000)
+    silence_dbfs = DecodeSettings().silence_dbfs
+    for peak_db in (-45, -50):
+        quiet = (speech / np.abs(speech).max() * 10 ** (peak_db / 20)).astype(np.float32)
+        result = Result(path="q")
+        assert gate(result, quiet, 16000, silence_dbfs, 0.5, margin_s=0.5) is not None, (peak_db, result.reason)
+    noise = np.random.default_rng(0).normal(0, 10 ** (-50 / 20), 32000).astype(np.float32)
+    result = Result(path="n")
+    assert gate(result, noise, 16000, silence_dbfs, 0.5, margin_s=0.5) is None and result.reason == "no speech"
+    loud = (speech / np.abs(speech).max() * 0.9).astype(np.float32)
+    assert at_vad_level(loud, 16000) is loud
+
+
 def test_the_noise_floor_fills_digital_silence_the_same_way_every_time(espeak_wav, tmp_path: Path) -> None:
     """decode.floor_snr_db: a noise-gated recording (exact zeros around the word) reaches the model
     over pink noise that far below the speech, seeded, so a file decodes the same every run; null

@@ -213,6 +213,21 @@ def heard_speech(wave: np.ndarray, sample_rate: int, threshold: float, vad_model
     return speech_bounds(wave, sample_rate, threshold, vad_model, first_only=True) is not None
 
 
+VAD_LEVEL_DBFS = -30.0  # a quiet file's loudest 100 ms is brought up to this before Silero hears it
+VAD_MOST_GAIN_DB = 40.0
+
+
+def at_vad_level(audio: np.ndarray, sample_rate: int) -> np.ndarray:
+    """The file raised (never lowered) so its loudest 100 ms is at `VAD_LEVEL_DBFS`, by at most
+    `VAD_MOST_GAIN_DB`. Silero VAD is not deaf to level: a command whose peaks were 40 dB below full
+    scale (a microphone's gain turned down, a speaker across the room) was "no speech" for it in 5 of
+    24 flite commands, 0 once raised, while the model, which hears log-Mel, took all 24 either way;
+    noise raised stays noise (the demo's 28 noise negatives and alsa's Noise.wav: none heard either
+    way; docs/benchmarks.md "Quiet and clipped recordings")."""
+    gain_db = min(VAD_MOST_GAIN_DB, VAD_LEVEL_DBFS - loudness_dbfs(audio, sample_rate))
+    return audio * np.float32(10 ** (gain_db / 20)) if gain_db > 0 else audio
+
+
 def speech_bounds(
     wave: np.ndarray, sample_rate: int, threshold: float, vad_model: Path | None = None, first_only: bool = False,
     gate: float | None = None,
@@ -233,6 +248,7 @@ def speech_bounds(
         import soxr
 
         audio = soxr.resample(audio, sample_rate, SAMPLE_RATE)
+    audio = at_vad_level(audio, SAMPLE_RATE)
     gate = threshold if gate is None else min(gate, threshold)
     vad.reset()
     windower = Windower()
