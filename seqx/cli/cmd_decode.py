@@ -148,9 +148,9 @@ def transcribe(
     overrides: SetOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Transcribe audio files (wav/flac/ogg/mp3, any rate and channel count): one line per file,
+    """Transcribe audio files (wav/flac/ogg/mp3/m4a/webm..., any rate and channel count): one line per file,
     the text and, with a grammar, `intent {slot=value ...}` or `not understood`."""
-    from seqx.decode.result import expand_inputs, result_line  # torch-free: the exported-model path must not import torch
+    from seqx.decode.result import AUDIO_SUFFIXES, expand_inputs, result_line  # torch-free: the exported-model path must not import torch
     from seqx.runtime.model import is_exported
 
     _check_precision(precision)
@@ -159,7 +159,7 @@ def transcribe(
     items = [line.strip() for line in sys.stdin if line.strip()] if files == ["-"] else files
     paths = expand_inputs(items)
     if not paths:
-        raise SeqxError("no audio files given (folders are searched for .wav/.flac/.ogg/.mp3)")
+        raise SeqxError(f"no audio files given (folders are searched for {'/'.join(AUDIO_SUFFIXES)})")
     options = dict(
         beam=beam, greedy=greedy, nbest=nbest, ctc_weight=ctc_weight, max_ctc_gap=max_ctc_gap, slot_weight=slot_weight
     )
