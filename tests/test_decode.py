@@ -360,6 +360,11 @@ def test_cli_transcribe_json_and_exit_code(trained: tuple[Recipe, Bundle], tmp_p
     assert good.text in entry.stdout
     path, said = entry.stdout.splitlines()[0].split("\t")  # several files: PATH<tab>RESULT, a tab to split on
     assert path == good.audio and said.startswith(good.text)
+    wave, rate = sf.read(good.audio, dtype="float32")
+    sf.write(tmp_path / "loud.wav", np.clip(4 * wave / np.abs(wave).max(), -1, 1), rate)  # the gain too high
+    loud = runner.invoke(app, ["transcribe", good.audio, str(tmp_path / "loud.wav"), *model])
+    assert loud.exit_code == 0 and "".join(loud.output.split()).count("clipped") == 1  # the loud file's warning
+    assert "loud.wav:clipped(" in "".join(loud.output.split())
     missing = runner.invoke(app, ["transcribe", good.audio, "--model", str(tmp_path)])
     assert isinstance(missing.exception, SeqxError)  # main() turns it into one red line, exit 1
     assert "no trained model bundle" in str(missing.exception)

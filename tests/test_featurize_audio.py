@@ -94,6 +94,31 @@ def test_a_broken_phone_recording_is_one_line(tmp_path: Path) -> None:
             load_audio(tmp_path / name, TARGET)
 
 
+@pytest.mark.parametrize(("rate", "channels"), [(16000, 1), (44100, 2)])
+def test_a_clipped_recording_is_told_a_clean_or_quiet_one_is_not(tmp_path: Path, espeak_wav, rate: int,
+                                                                 channels: int) -> None:
+    """A command driven 6 dB into full scale (a microphone's gain too high) is flagged by the share of
+    samples flat at its peak, counted before resampling (a 44.1 kHz stereo file: resampled, its ringing
+    hides the flat tops); the same speech clean, or quiet, is not."""
+    import soxr
+
+    from seqx.featurize.samples import CLIPPED_SHARE, read_audio
+
+    speech = load_audio(espeak_wav(tmp_path / "s.wav", "set the volume to twenty five"), rate).numpy()
+    speech = speech / np.abs(speech).max()
+    for name, wave, clipped in [("clipped", np.clip(2 * speech, -1, 1), True), ("clean", 0.9 * speech, False),
+                                ("quiet", 0.003 * np.clip(2 * speech, -1, 1), False)]:
+        path = tmp_path / f"{name}.wav"
+        sf.write(path, np.stack([wave] * channels, axis=1), rate, subtype="PCM_16")
+        audio = read_audio(path, TARGET)
+        assert (audio.clipped >= CLIPPED_SHARE) is clipped and (audio.clipped == 0) is not clipped, (name, audio.clipped)
+        assert np.array_equal(audio.samples, load_audio(path, TARGET).numpy())
+    if rate != TARGET:  # what the check would see after resampling: the flat tops gone
+        from seqx.featurize.samples import clipped_share
+
+        assert clipped_share(soxr.resample(np.clip(2 * speech, -1, 1), rate, TARGET)) == 0
+
+
 def test_silence_is_valid_input(tmp_path: Path) -> None:
     path = tmp_path / "silence.wav"
     sf.write(path, np.zeros(TARGET // 2, np.float32), TARGET, subtype="PCM_16")

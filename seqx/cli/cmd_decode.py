@@ -17,6 +17,7 @@ from seqx.cli.common import (
     load_for_this_machine,
     out,
     print_error,
+    print_warning,
 )
 from seqx.constants import DEFAULT_RECIPE, Precision
 from seqx.errors import SeqxError
@@ -150,7 +151,7 @@ def transcribe(
 ) -> None:
     """Transcribe audio files (wav/flac/ogg/mp3/m4a/webm..., any rate and channel count): one line per file,
     the text and, with a grammar, `intent {slot=value ...}` or `not understood`."""
-    from seqx.decode.result import AUDIO_SUFFIXES, expand_inputs, result_line  # torch-free: the exported-model path must not import torch
+    from seqx.decode.result import AUDIO_SUFFIXES, clipping_warning, expand_inputs, result_line  # torch-free: the exported-model path must not import torch
     from seqx.runtime.model import is_exported
 
     _check_precision(precision)
@@ -186,6 +187,8 @@ def transcribe(
             results = transcribe_files(
                 bundle, paths, settings, reporter=reporter, warn_unreadable=json_out, constraint=constraint
             )
+    for warning in filter(None, map(clipping_warning, results)):
+        print_warning(warning)
     if json_out:
         out.print_json(json.dumps([r.to_json() for r in results]))
     else:

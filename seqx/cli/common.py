@@ -114,7 +114,7 @@ class RichReporter:
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)
-        console.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
+        print_warning(message)
 
     def info(self, message: str) -> None:
         console.print(message, highlight=False)
@@ -131,6 +131,11 @@ def load_for_this_machine(path: Path, overrides: list[str] | None, device: str |
     from seqx.recipe import load_recipe
 
     return load_recipe(path, overrides).for_device(device_kind(device))
+
+
+def print_warning(message: str) -> None:
+    """One yellow line on stderr, escaped as `print_error`'s."""
+    console.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
 
 
 def print_error(message: str) -> None:

@@ -78,6 +78,9 @@ class Result:
     understood: bool = False  # a command came out: False for silence, no speech, a rejected result
     # why not understood: silence, no speech, rejected, ambiguous, low confidence, cut off, no answer
     reason: str | None = None
+    # share of the file's samples flattened at its peak when it is clipped (seqx/featurize/samples.py
+    # `clipped_share`), else 0: a microphone's gain set too high, which costs right answers
+    clipped: float = 0.0
     # a file longer than decode.max_segment_s: its pieces (start, end, text, intent, slots, understood)
     segments: list[dict[str, object]] | None = None
     # with a grammar and decode.free_beam: what a free search of the same encoder pass said, and
@@ -490,6 +493,13 @@ def join_pieces(result: Result, pieces: Sequence[Any], parts: Sequence[Result]) 
     if len(heard) == 1:  # one command in a long recording: its parse is the file's
         result.intent, result.slots = heard[0][1].intent, heard[0][1].slots
     result.confidence = min((r.confidence for _, r in heard), default=0.0)
+
+
+def clipping_warning(result: Result) -> str | None:
+    """What `seqx transcribe` says of a clipped file (stderr; the result line stays as scripts read it)."""
+    if not result.clipped:
+        return None
+    return f"{result.path}: clipped ({100 * result.clipped:.1f}% of samples flat at the peak): turn the microphone's gain down"
 
 
 def result_line(result: Result) -> str:

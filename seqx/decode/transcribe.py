@@ -49,7 +49,7 @@ from seqx.decode.result import (  # the torch-free half, shared with seqx.runtim
 from seqx.decode.search import decode_batch
 from seqx.decode.slot_rescore import Rescorer, rerank_all
 from seqx.errors import AudioError
-from seqx.featurize.audio import load_audio
+from seqx.featurize.samples import read_audio
 from seqx.grammar.errors import GrammarError
 from seqx.grammar.model import Grammar
 from seqx.grammar.tokens import TokenAutomaton
@@ -232,10 +232,11 @@ def _read(bundle: Bundle, settings: DecodeSettings, path: str) -> _Read:
     start = time.perf_counter()
     result = Result(path=path)
     try:
-        wave = load_audio(path, bundle.sample_rate)
+        audio = read_audio(path, bundle.sample_rate)
     except AudioError as err:
         result.error = err.problem
         return _Read(result, error=err)
+    wave, result.clipped = torch.from_numpy(audio.samples), audio.clipped
     result.duration = wave.numel() / bundle.sample_rate
     if result.duration > settings.max_segment_s:
         return _Read(result, seconds=time.perf_counter() - start, long_wave=wave)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -35,8 +35,38 @@ def _first_line(err: BaseException) -> str:
     return re.sub(r"^Error opening .*?: ", "", line)  # the path is already at the front of AudioError
 
 
+# A file is clipped when this share of its samples sits at its peak: a microphone's gain set too high
+# flattens every loud vowel there. Hard clipping 6 dB into full scale put 0.5-10% of a flite command's
+# samples at the peak (median 1.7%); no recording of bench/human.py's people (892 files) had more than
+# 0.12% within 1% of theirs. And it matters: 24 flite commands right 24 times clean, 18 times clipped
+# 6 dB (5 of the 6 another command), 10 times clipped 12 dB (docs/benchmarks.md "Quiet and clipped
+# recordings"). Measured before resampling, whose ringing hides the flat tops.
+CLIPPED_SHARE = 0.003
+_CLIP_PEAK = 0.1  # below this peak a file is not called clipped: a near-silent file's few levels all repeat
+
+
+class Audio(NamedTuple):
+    samples: np.ndarray  # mono float32 in [-1, 1] at the rate asked for
+    clipped: float  # share of the file's own samples at its peak when it is clipped (CLIPPED_SHARE), else 0
+
+
+def clipped_share(samples: np.ndarray) -> float:
+    """The share of `samples` (any shape, as read) at their peak level, when that says clipping; else 0."""
+    magnitude = np.abs(samples)
+    peak = float(magnitude.max()) if magnitude.size else 0.0
+    if peak < _CLIP_PEAK:
+        return 0.0
+    share = float(np.mean(magnitude >= peak * 0.999))
+    return share if share >= CLIPPED_SHARE else 0.0
+
+
 def read_samples(path: str | Path, sample_rate: int) -> np.ndarray:
     """Mono float32 samples in [-1, 1] at `sample_rate`, shape (T,). Silence is fine; broken files are not."""
+    return read_audio(path, sample_rate).samples
+
+
+def read_audio(path: str | Path, sample_rate: int) -> Audio:
+    """`read_samples` and whether the file is clipped (`clipped_share`), which `seqx transcribe` warns of."""
     import soundfile as sf
 
     path = Path(path)
@@ -50,6 +80,7 @@ def read_samples(path: str | Path, sample_rate: int) -> np.ndarray:
         if path.suffix.lower() in SOUNDFILE_ONLY:  # libsndfile owns these formats: a second opinion cannot help
             raise AudioError(path, f"unreadable audio ({_first_line(err)})") from None
         samples, rate = _read_other_container(path)
+    clipped = clipped_share(samples)  # each channel as recorded: mixing two can round a flat top off
     if samples.ndim == 2:  # (T, channels): mix down
         samples = samples.mean(axis=1, dtype=np.float32)
     if samples.size == 0:
@@ -60,7 +91,7 @@ def read_samples(path: str | Path, sample_rate: int) -> np.ndarray:
         import soxr
 
         samples = soxr.resample(samples, rate, sample_rate)
-    return np.ascontiguousarray(samples, dtype=np.float32)
+    return Audio(np.ascontiguousarray(samples, dtype=np.float32), clipped)
 
 
 def _read_other_container(path: Path) -> tuple[np.ndarray, int]:

@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--greedy", action="store_true")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    from seqx.decode.result import result_line
+    from seqx.decode.result import clipping_warning, result_line
     from seqx.runtime import load_exported, settings_for, transcribe_files
 
     try:
@@ -32,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     for r in results:
+        if (warning := clipping_warning(r)) is not None:
+            print(f"warning: {warning}", file=sys.stderr)
         if args.json:
             print(json.dumps(r.to_json()))
         elif r.error:

@@ -16,7 +16,7 @@ from seqx.decode.result import (
 )  # fmt: skip
 from seqx.decode.slot_rescore import HeadLayout, Rescorer, rerank_all
 from seqx.errors import AudioError, SeqxError
-from seqx.featurize.samples import read_samples
+from seqx.featurize.samples import read_audio
 from seqx.runtime.ctc import ctc_gaps, forgiven, word_starts
 from seqx.runtime.model import ExportedModel
 from seqx.runtime.search import decode_batch
@@ -156,7 +156,7 @@ def transcribe_files(model: ExportedModel, paths: list[str], settings: dict[str,
         start = time.perf_counter()
         result = results[index]
         try:
-            wave = read_samples(path, model.sample_rate)
+            wave, result.clipped = read_audio(path, model.sample_rate)
         except AudioError as err:
             result.error = err.problem
             continue
