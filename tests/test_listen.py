@@ -347,6 +347,25 @@ def test_pcm_from_a_trickling_pipe_is_the_same_audio(stream) -> None:
     assert streamed.size == whole.size and np.allclose(streamed, whole, atol=1e-4)
 
 
+def test_a_clipping_input_is_told_once_and_a_clean_one_never(stream, tmp_path: Path) -> None:
+    """A microphone whose gain is too high (the commands driven 6 dB into full scale): `seqx listen`
+    says so once, from raw PCM at 48 kHz (counted before the resampler) as from a file; the same
+    stream clean, never."""
+    from seqx.listen.sources import CLIPPING, file_blocks, pcm_blocks
+
+    wave, _ = stream
+    loud = np.clip(2 * wave / np.abs(wave).max(), -1, 32767 / 32768)
+    for signal_, expected in [(loud, [CLIPPING]), (0.9 * wave / np.abs(wave).max(), [])]:
+        pcm = (soxr.resample(signal_, R, 48000).clip(-1, 32767 / 32768) * 32768).astype("<i2")
+        told: list[str] = []
+        got = list(pcm_blocks(_Trickle(pcm.tobytes()), rate=48000, on_clipping=told.append))
+        assert told == expected and sum(b.size for b in got) == pytest.approx(signal_.size, abs=R // 100)
+        sf.write(tmp_path / "take.wav", signal_, R, subtype="PCM_16")
+        told = []
+        list(file_blocks(tmp_path / "take.wav", on_clipping=told.append))
+        assert told == expected
+
+
 def test_recipe_listen_and_actions_sections_are_checked() -> None:
     from seqx.recipe import RecipeError, recipe_from_dict
 
@@ -381,5 +400,5 @@ def test_a_microphone_that_takes_only_48_khz_gives_the_same_commands(stream, tmp
     run.send_signal(signal.SIGINT)  # the device goes on with silence: a user's Ctrl-C ends it
     _, err = run.communicate(timeout=30)
     assert None not in found, err.decode()
-    assert run.returncode == 0 and b"Traceback" not in err
+    assert run.returncode == 0 and b"Traceback" not in err and b"clipped" not in err
     _assert_found([SimpleNamespace(**e) for e in found], truth, tolerance=TOLERANCE + 0.05)

@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 import numpy as np
 import typer
 
-from seqx.cli.common import SetOpt, console, out, print_error
+from seqx.cli.common import SetOpt, console, out, print_error, print_warning
 from seqx.errors import SeqxError
 from seqx.recipe import DEFAULT_RECIPE, Recipe, load_recipe, recipe_from_dict
 
@@ -78,9 +78,9 @@ def listen(
     decode = None if segments_only else _decoder(model, settings, grammar, overrides)
     vad, note = load_vad(settings.listen.vad, settings.listen.energy_margin_db)
     if note:
-        console.print(f"[yellow]warning:[/] {note}", highlight=False)
+        print_warning(note)
     device: str | int | None = int(mic) if mic is not None and mic.isdigit() else mic
-    source = open_source(input_, rate=rate, realtime=realtime, device=device)
+    source = open_source(input_, rate=rate, realtime=realtime, device=device, on_clipping=print_warning)
     if input_ == "mic":
         console.print("listening (Ctrl-C stops)", highlight=False)
     events = run_session(source, vad, settings.listen, decode)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import queue
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -28,8 +28,37 @@ class AudioSourceError(SeqxError):
     """No microphone, a PortAudio failure, or an input that cannot be read: one printable line."""
 
 
+FULL_SCALE = 0.999  # a sample this loud is at the converter's limit (int16 32767 is 0.99997)
+CLIPPING = "the input is clipped (its loudest sounds flattened at full scale): turn the microphone's gain down"
+
+
+class ClipWatch:
+    """Calls `warn(CLIPPING)` once, the first time a second of a live input has `CLIPPED_SHARE` of its
+    samples at full scale (seqx/featurize/samples.py: 6 dB of clipping costs a quarter of the right
+    answers). Fed the samples as they arrive, before resampling, whose ringing hides the flat tops."""
+
+    def __init__(self, rate: int, warn: Callable[[str], None]) -> None:
+        self.rate, self.warn = rate, warn
+        self.at_full = self.seen = 0
+        self.told = False
+
+    def feed(self, samples: np.ndarray) -> None:
+        from seqx.featurize.samples import CLIPPED_SHARE
+
+        if self.told:
+            return
+        self.at_full += int(np.count_nonzero(np.abs(samples) >= FULL_SCALE))
+        self.seen += samples.size
+        if self.seen >= self.rate:
+            if self.at_full >= CLIPPED_SHARE * self.seen:
+                self.told = True
+                self.warn(CLIPPING)
+            self.at_full = self.seen = 0
+
+
 def microphone_blocks(
-    device: str | int | None = None, block: int = BLOCK, rate: int = SAMPLE_RATE
+    device: str | int | None = None, block: int = BLOCK, rate: int = SAMPLE_RATE,
+    on_clipping: Callable[[str], None] | None = None,
 ) -> Iterator[np.ndarray]:
     """Blocks from a PortAudio input device (the default one when `device` is None), at 16 kHz.
 
@@ -37,7 +66,7 @@ def microphone_blocks(
     card through raw ALSA takes 44.1 or 48 kHz only) is opened again at its own default rate, and
     either way a rate other than 16 kHz goes through soxr's streaming resampler. PortAudio calls back
     on its own thread; a queue hands the blocks over. The stream opens on the first `next()` and
-    closes when the iterator is closed (Ctrl-C included).
+    closes when the iterator is closed (Ctrl-C included). `on_clipping`: told once if the input clips.
     """
     try:
         import sounddevice as sd
@@ -64,7 +93,7 @@ def microphone_blocks(
             stream = opened(rate)
     except (sd.PortAudioError, ValueError) as err:  # ValueError: "No input device matching ..."
         raise AudioSourceError(f"microphone: cannot open {what} at {rate} Hz ({_first_line(err)})") from None
-    return _drain(stream, blocks, rate)
+    return _drain(stream, blocks, rate, None if on_clipping is None else ClipWatch(rate, on_clipping))
 
 
 def _own_rate(sd: object, device: str | int | None) -> int | None:
@@ -75,7 +104,7 @@ def _own_rate(sd: object, device: str | int | None) -> int | None:
         return None
 
 
-def _drain(stream: object, blocks: queue.Queue[np.ndarray], rate: int) -> Iterator[np.ndarray]:
+def _drain(stream: object, blocks: queue.Queue[np.ndarray], rate: int, watch: ClipWatch | None) -> Iterator[np.ndarray]:
     resampler = soxr.ResampleStream(rate, SAMPLE_RATE, 1, dtype="float32") if rate != SAMPLE_RATE else None
     with stream:  # type: ignore[attr-defined]
         while True:
@@ -83,13 +112,18 @@ def _drain(stream: object, blocks: queue.Queue[np.ndarray], rate: int) -> Iterat
                 samples = blocks.get(timeout=2.0)
             except queue.Empty:
                 raise AudioSourceError("microphone: no audio for 2 s (device stopped delivering)") from None
+            if watch is not None:
+                watch.feed(samples)
             if resampler is not None:
                 samples = resampler.resample_chunk(samples)
             if samples.size:
                 yield samples
 
 
-def pcm_blocks(stream: BinaryIO | None = None, rate: int = SAMPLE_RATE, block: int = BLOCK) -> Iterator[np.ndarray]:
+def pcm_blocks(
+    stream: BinaryIO | None = None, rate: int = SAMPLE_RATE, block: int = BLOCK,
+    on_clipping: Callable[[str], None] | None = None,
+) -> Iterator[np.ndarray]:
     """Raw signed 16-bit little-endian mono PCM (what `arecord -f S16_LE -c 1` writes) at `rate`.
 
     Read in small pieces so a live pipe is answered as soon as each block arrives; a rate
@@ -97,6 +131,7 @@ def pcm_blocks(stream: BinaryIO | None = None, rate: int = SAMPLE_RATE, block: i
     blocks (resampling each block alone would click at every boundary).
     """
     stream = stream if stream is not None else sys.stdin.buffer
+    watch = None if on_clipping is None else ClipWatch(rate, on_clipping)
     resampler = soxr.ResampleStream(rate, SAMPLE_RATE, 1, dtype="float32") if rate != SAMPLE_RATE else None
     want = block * 2 * max(1, round(rate / SAMPLE_RATE))
     carry = b""
@@ -105,6 +140,8 @@ def pcm_blocks(stream: BinaryIO | None = None, rate: int = SAMPLE_RATE, block: i
         last = not data
         data, carry = _whole_samples(carry + data)
         samples = np.frombuffer(data, dtype="<i2").astype(np.float32) / 32768.0
+        if watch is not None:
+            watch.feed(samples)
         if resampler is not None:
             samples = resampler.resample_chunk(samples, last=last)
         if samples.size:
@@ -119,11 +156,15 @@ def _whole_samples(data: bytes) -> tuple[bytes, bytes]:
     return data[:cut], data[cut:]
 
 
-def file_blocks(path: str | Path, realtime: bool = False, block: int = BLOCK) -> Iterator[np.ndarray]:
+def file_blocks(
+    path: str | Path, realtime: bool = False, block: int = BLOCK, on_clipping: Callable[[str], None] | None = None
+) -> Iterator[np.ndarray]:
     """A file (any format `read_samples` reads) played as if live: as fast as possible, or paced to the clock."""
-    from seqx.featurize.samples import read_samples  # the one reader, torch-free (an exported model needs no torch)
+    from seqx.featurize.samples import read_audio  # the one reader, torch-free (an exported model needs no torch)
 
-    wave = read_samples(path, SAMPLE_RATE)
+    wave, clipped = read_audio(path, SAMPLE_RATE)
+    if clipped and on_clipping is not None:
+        on_clipping(CLIPPING)
     started = time.monotonic()
     for first in range(0, wave.size, block):
         if realtime:  # a block is handed over when it would have finished arriving from a microphone
@@ -133,14 +174,16 @@ def file_blocks(path: str | Path, realtime: bool = False, block: int = BLOCK) ->
 
 
 def open_source(
-    spec: str, rate: int = SAMPLE_RATE, realtime: bool = False, device: str | int | None = None
+    spec: str, rate: int = SAMPLE_RATE, realtime: bool = False, device: str | int | None = None,
+    on_clipping: Callable[[str], None] | None = None,
 ) -> Iterator[np.ndarray]:
-    """`mic` (the microphone), `-` (raw PCM on stdin at `rate`) or a file path."""
+    """`mic` (the microphone), `-` (raw PCM on stdin at `rate`) or a file path; `on_clipping` is told
+    once, with a line to show, when the input clips."""
     if spec == "mic":
-        return microphone_blocks(device, rate=rate)
+        return microphone_blocks(device, rate=rate, on_clipping=on_clipping)
     if spec == "-":
-        return pcm_blocks(sys.stdin.buffer, rate)
-    return file_blocks(spec, realtime=realtime)
+        return pcm_blocks(sys.stdin.buffer, rate, on_clipping=on_clipping)
+    return file_blocks(spec, realtime=realtime, on_clipping=on_clipping)
 
 
 def _first_line(err: BaseException) -> str:
