@@ -61,3 +61,16 @@ def test_out_of_range_option_is_one_usage_line_not_a_traceback() -> None:
                              capture_output=True, text=True, timeout=120, check=False)
         assert run.returncode == 2, run.stderr
         assert "Traceback" not in run.stderr and "Error:" in run.stderr
+
+
+def test_version_names_seqx_and_what_a_bug_report_needs() -> None:
+    import subprocess
+    import sys
+
+    from seqx import __version__
+
+    run = subprocess.run([sys.executable, "-m", "seqx", "--version"], capture_output=True, text=True, timeout=120,
+                         check=False)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith(f"seqx {__version__} (python ") and "torch 2." in run.stdout
+    assert "onnxruntime" in run.stdout and "openwakeword 0.5.1" in run.stdout

@@ -47,15 +47,38 @@ def build_app(only: str | None = None) -> typer.Typer:
     app = typer.Typer(
         name="seqx", help=HELP, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False
     )
-    app.callback()(_root)
+
+    def root(  # the group: without it a lone registered command would lose its name
+        version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                     help="Print the versions and exit."),  # fmt: skip
+    ) -> None:
+        pass
+
+    app.callback()(root)
     for name, (module, function) in COMMANDS.items():
         if only is None or name == only:
             app.command(name)(getattr(importlib.import_module(f"seqx.cli.{module}"), function))
     return app
 
 
-def _root() -> None:  # the group: without it a lone registered command would lose its name
-    pass
+def _version(value: bool) -> None:
+    """`seqx --version`: seqx's and the versions a bug report needs (torch, onnxruntime, the embedding's)."""
+    if not value:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    import typer
+
+    from seqx import __version__
+
+    found = []
+    for package in ("torch", "torchaudio", "onnxruntime", "openwakeword", "sentencepiece"):
+        try:
+            found.append(f"{package} {version(package)}")
+        except PackageNotFoundError:
+            found.append(f"{package} not installed")
+    print(f"seqx {__version__} (python {sys.version.split()[0]}; {', '.join(found)})")
+    raise typer.Exit()
 
 
 def __getattr__(name: str) -> object:
