@@ -602,6 +602,25 @@ def test_times_in_a_yaml_grammar_are_times(tmp_path: Path) -> None:
     assert said.parse("wake me at six thirty").slots == {"time": "6:30"}
 
 
+def test_show_warns_of_a_sentence_two_intents_say() -> None:
+    """ "stop" in media and in timer is always parsed as media: the timer never hears it. Found by
+    walking both intents' automata together, as decoding spells the words ("Stop." is "stop")."""
+    from seqx.grammar.summary import summarize
+
+    grammar = Grammar.build({"media": ["(play | pause) the music", "Stop."],
+                             "timer": ["set a timer for {n} minutes", "stop", "cancel the timer"],
+                             "lights": ["turn {state} the lights", "lights {state}"]},
+                            {"n": ["one", "five"], "state": ["on", "off"]})
+    assert summarize(grammar).shared == [["media", "timer", "stop"]]
+    assert grammar.parse("stop").intent == "timer" and grammar.parse("Stop.").intent == "media"
+    both = Grammar.build({"a": ["set a timer for {n} minutes"], "b": ["set a (timer | alarm) for five minutes"]},
+                         {"n": ["one", "five"]})
+    assert summarize(both).shared == [["a", "b", "set a timer for five minutes"]]
+    assert summarize(load_grammar(load_recipe(REPO / "recipes/smarthome.yaml"))).shared == []
+    result = CliRunner().invoke(_app(), ["grammar", str(REPO / "recipes/commands.yaml"), "--show"])
+    assert result.exit_code == 0 and "both say" not in result.output
+
+
 def test_show_warns_of_words_said_alike_where_either_may_come() -> None:
     """ "turn right" or "turn write", "Ann" or "Anne": one sound, two answers; `seqx grammar --show` says
     so. "red" and "read" (said "reed" alone) and words that never compete are left alone."""

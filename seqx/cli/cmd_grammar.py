@@ -61,6 +61,9 @@ def grammar(
         for group in summary.sound_alike:
             out.print(f"[yellow]warning:[/] {' / '.join(repr(w) for w in group)} sound alike where the grammar takes "
                       "either: a recognizer cannot tell which was said (word one of them otherwise)", highlight=False)
+        for first, second, sentence in summary.shared:
+            out.print(f"[yellow]warning:[/] intents {first} and {second} both say {sentence!r}: it is always "
+                      f"answered {first} (say it in one intent only)", highlight=False)
     for parse in parses:
         filled = " ".join(f"{k}={v}" for k, v in parse.slots.items())
         out.print(f"{parse.text}  [dim]->[/] [bold]{parse.intent}[/] {{{filled}}}", highlight=False)

@@ -22,6 +22,9 @@ class GrammarSummary:
     # words said alike where the grammar allows either ("right" / "write" after "turn"): a recognizer
     # hears one sound, so which of them it writes is a coin toss the grammar set up
     sound_alike: list[list[str]] = field(default_factory=list)
+    # [intent, intent, sentence]: a sentence two intents both say ("stop" in media and in timer) is
+    # always parsed as the first's, so the second never hears it
+    shared: list[list[str]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -45,7 +48,40 @@ def summarize(grammar: Grammar) -> GrammarSummary:
         dfa_arcs=dfa.num_arcs,
         compile_seconds=round(seconds, 4),
         sound_alike=[list(group) for group in sound_alike_choices(grammar)],
+        shared=[list(found) for found in shared_sentences(grammar)],
     )
+
+
+def shared_sentences(grammar: Grammar) -> list[tuple[str, str, str]]:
+    """(first intent, second intent, their shortest common sentence) for each pair of intents that
+    say a sentence alike, as decoding spells them (a word-by-word walk of both intents' automata
+    together: no sentence is listed, so a 10^8-sentence grammar takes milliseconds)."""
+    from collections import deque
+
+    from seqx.recipe import TokenizerSettings
+    from seqx.tokenize.text import normalize_text
+
+    settings = TokenizerSettings()
+    said = grammar.spoken(lambda text: normalize_text(text, settings))
+    names = list(said.intents)
+    dfas = {name: said.subset([name]).word_dfa() for name in names}
+    found = []
+    for i, first in enumerate(names):
+        for second in names[i + 1 :]:
+            a, b = dfas[first], dfas[second]
+            paths: dict[tuple[int, int], tuple[str, ...]] = {(a.start, b.start): ()}
+            queue = deque(paths)
+            while queue:
+                pair = queue.popleft()
+                if a.final[pair[0]] and b.final[pair[1]]:
+                    found.append((first, second, " ".join(paths[pair])))
+                    break
+                for word, target in a.arcs[pair[0]].items():
+                    other = b.arcs[pair[1]].get(word)
+                    if other is not None and (target, other) not in paths:
+                        paths[(target, other)] = (*paths[pair], str(word))
+                        queue.append((target, other))
+    return found
 
 
 def sound_alike_choices(grammar: Grammar) -> list[tuple[str, ...]]:
