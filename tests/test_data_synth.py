@@ -491,3 +491,16 @@ def test_one_word_commands_hear_one_other_word_alone() -> None:
     assert max(alone) == 8
     paired = lengths(longer_grammar)
     assert paired.count(1) / len(paired) < 0.15 and 0.45 < paired.count(2) / len(paired) < 0.7
+
+
+def test_a_sentence_two_intents_say_is_warned_of_before_synthesis(tmp_path: Path) -> None:
+    """The user who never runs `seqx grammar --show` hears it from `seqx train`: the timer's "stop" is
+    parsed as media's, so the timer intent never answers it."""
+    from seqx.report import Collect
+
+    grammar = tmp_path / "g.yaml"
+    grammar.write_text("intents:\n  media: [stop, play the music]\n  timer: [stop, cancel the timer]\n")
+    reporter = Collect()
+    run_data_stage(_recipe(tmp_path, "data.size=12", f"data.synth.grammar={grammar}"), reporter)
+    assert reporter.warnings[:1] == ["intents media and timer both say 'stop': it is always answered media "
+                                     "(say it in one intent only)"]

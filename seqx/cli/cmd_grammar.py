@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from seqx.cli.common import JsonOpt, SetOpt, out
@@ -27,7 +28,7 @@ def grammar(
     import numpy as np
 
     from seqx.grammar.load import open_grammar
-    from seqx.grammar.summary import summarize
+    from seqx.grammar.summary import shared_warning, summarize
 
     loaded = open_grammar(path, overrides)
     show = show or not sample
@@ -61,9 +62,8 @@ def grammar(
         for group in summary.sound_alike:
             out.print(f"[yellow]warning:[/] {' / '.join(repr(w) for w in group)} sound alike where the grammar takes "
                       "either: a recognizer cannot tell which was said (word one of them otherwise)", highlight=False)
-        for first, second, sentence in summary.shared:
-            out.print(f"[yellow]warning:[/] intents {first} and {second} both say {sentence!r}: it is always "
-                      f"answered {first} (say it in one intent only)", highlight=False)
+        for found in summary.shared:
+            out.print(f"[yellow]warning:[/] {escape(shared_warning(*found))}", highlight=False)
     for parse in parses:
         filled = " ".join(f"{k}={v}" for k, v in parse.slots.items())
         out.print(f"{parse.text}  [dim]->[/] [bold]{parse.intent}[/] {{{filled}}}", highlight=False)

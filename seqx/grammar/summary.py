@@ -52,6 +52,11 @@ def summarize(grammar: Grammar) -> GrammarSummary:
     )
 
 
+def shared_warning(first: str, second: str, sentence: str) -> str:
+    """What `seqx grammar --show` and the data stage say of a sentence two intents say."""
+    return f"intents {first} and {second} both say {sentence!r}: it is always answered {first} (say it in one intent only)"
+
+
 def shared_sentences(grammar: Grammar) -> list[tuple[str, str, str]]:
     """(first intent, second intent, their shortest common sentence) for each pair of intents that
     say a sentence alike, as decoding spells them (a word-by-word walk of both intents' automata
