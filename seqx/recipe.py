@@ -57,7 +57,8 @@ class GrammarSettings(_Section):
     file: str | None = None
     intents: dict[str, list[str | dict[str, float]] | IntentSettings] = Field(default_factory=dict)
     # bool first: an unquoted true/false is a YAML boolean, kept as one so the grammar can say so
-    slots: dict[str, list[bool | str | int | float | dict[str, Any]]] = Field(default_factory=dict)
+    # a slot is a list of values or a file of them, one a line (`song: songs.txt`, beside the recipe)
+    slots: dict[str, list[bool | str | int | float | dict[str, Any]] | str] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod

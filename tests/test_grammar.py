@@ -511,6 +511,31 @@ def test_phrase_list(tmp_path: Path) -> None:
     assert sound_alike_choices(grammar) == []
 
 
+def test_a_slot_kept_in_a_file_one_value_a_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Contacts, songs, products: a long list lives in its own file (`song: songs.txt`, beside the
+    grammar or the recipe), read as list items are ("words: output", `#` comments). The corpus
+    depends on it: its key changes when the file does."""
+    from seqx.data.stage import _key
+
+    (tmp_path / "songs.txt").write_text("# mine\nYellow Submarine\nHey Jude: hey-jude\n\nLet It Be\n")
+    (tmp_path / "g.yaml").write_text("intents:\n  play: ['play {song}']\nslots:\n  song: songs.txt\n")
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("data:\n  synth:\n    grammar:\n      intents:\n        play: ['play {song}']\n"
+                      "      slots:\n        song: songs.txt\n")
+    monkeypatch.chdir(REPO)  # the files are found beside the grammar and the recipe, not in the working directory
+    for grammar in (grammar_from_file(tmp_path / "g.yaml"), load_grammar(load_recipe(recipe))):
+        assert enumerate_sentences(grammar) == {"play Yellow Submarine", "play Hey Jude", "play Let It Be"}
+        assert grammar.parse("play Hey Jude").slots == {"song": "hey-jude"}
+    by_file = load_recipe(REPO / "recipes/commands.yaml", [f"data.synth.grammar={tmp_path / 'g.yaml'}"])
+    before = (_key(by_file), _key(load_recipe(recipe)))
+    (tmp_path / "songs.txt").write_text("Yellow Submarine\nHelp\n")
+    after = (_key(by_file), _key(load_recipe(recipe)))
+    assert before[0] != after[0] and before[1] != after[1]
+    (tmp_path / "g.yaml").write_text("intents:\n  play: ['play {song}']\nslots:\n  song: nosuch.txt\n")
+    with pytest.raises(GrammarError, match=r"g.yaml:4: slot song: no slot file .*nosuch.txt"):
+        grammar_from_file(tmp_path / "g.yaml")
+
+
 def test_recipe_grammar_file_shorthand(tmp_path: Path) -> None:
     (tmp_path / "g.txt").write_text("lights on\nlights off\n")
     path = tmp_path / "r.yaml"

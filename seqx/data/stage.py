@@ -14,7 +14,7 @@ from seqx.data.manifest import Utterance, read_manifest, write_manifest
 from seqx.data.synth import OTHER_LENGTHS, SPLITS, corpus_grammar, oog_strings_changed, other_word_share, synthesize
 from seqx.errors import SeqxError
 from seqx.faults import fault_point
-from seqx.grammar.load import grammar_files
+from seqx.grammar.load import grammar_files, slot_files
 from seqx.grammar.model import Grammar
 from seqx.lock import stage_lock
 from seqx.recipe import Recipe
@@ -50,6 +50,8 @@ def _key(recipe: Recipe) -> str:
     elif recipe.data.synth.grammar is not None and recipe.data.synth.grammar.file:
         # a grammar file: its contents count, and those of the JSGF files it imports
         inputs = [input_signature(f) for f in grammar_files(Path(recipe.data.synth.grammar.file))]
+    elif recipe.data.synth.grammar is not None:  # a grammar in the recipe: the slot files it names count
+        inputs = [input_signature(f) for f in slot_files(recipe.data.synth.grammar.model_dump()) if f.is_file()]
     if recipe.data.source == "synth" and recipe.data.synth.recordings:
         inputs.append(input_signature(Path(recipe.data.synth.recordings)))
     settings = recipe.data.model_dump(mode="json", exclude={"workers"})

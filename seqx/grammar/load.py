@@ -35,11 +35,23 @@ SUFFIXES = {
 
 
 def grammar_files(path: Path) -> list[Path]:
-    """A grammar file and, for JSGF, every file its imports read, for Rhasspy's sentences.ini its slot
-    files (what a corpus made from it depends on)."""
+    """A grammar file and, for JSGF, every file its imports read, for Rhasspy's sentences.ini and a
+    YAML grammar its slot files (what a corpus made from it depends on)."""
     files = [path]
     if path.suffix.lower() == ".ini" and (path.parent / "slots").is_dir():
         files += sorted(f for f in (path.parent / "slots").rglob("*") if f.is_file())
+    if path.suffix.lower() in (".yaml", ".yml") and path.is_file():
+        import yaml
+
+        from seqx.yaml_load import load_yaml
+
+        try:
+            raw = load_yaml(read_text_file(path)) or {}
+        except yaml.YAMLError:
+            raw = {}  # reading the grammar says what is wrong with it
+        if isinstance(raw, dict) and "grammar" in raw and "intents" not in raw:
+            raw = raw["grammar"]
+        files += [f for f in slot_files(raw, path.parent) if f.is_file()]
     for file in files:
         if file.suffix.lower() in (".gram", ".jsgf") and file.is_file():
             text = read_text_file(file)
@@ -88,11 +100,15 @@ def grammar_from_file(path: str | Path) -> Grammar:
         raise GrammarError(f"{path}: a grammar file is a mapping with intents and slots")
     if "grammar" in raw and "intents" not in raw:  # a file that holds a grammar section
         raw = raw["grammar"]
-    return grammar_from_dict(raw, source=str(path), name=str(raw.get("name", path.stem)))
+    return grammar_from_dict(raw, source=str(path), name=str(raw.get("name", path.stem)), folder=path.parent)
 
 
-def grammar_from_dict(raw: Mapping[str, Any], source: str = "<grammar>", name: str | None = None) -> Grammar:
-    """A grammar from its YAML form ({intents, slots, [name]}): what a recipe holds and a bundle stores."""
+def grammar_from_dict(
+    raw: Mapping[str, Any], source: str = "<grammar>", name: str | None = None, folder: Path | None = None
+) -> Grammar:
+    """A grammar from its YAML form ({intents, slots, [name]}): what a recipe holds and a bundle stores.
+    A slot given as a file name (`song: songs.txt`) reads its values from that file, found in `folder`
+    (the grammar file's) when relative."""
     name = name or str(raw.get("name", "grammar"))
     unknown = sorted(set(raw) - {"name", "intents", "slots"})
     if unknown:
@@ -102,6 +118,9 @@ def grammar_from_dict(raw: Mapping[str, Any], source: str = "<grammar>", name: s
         raise GrammarError(f"{source}: intents: expected a mapping of intent name -> templates")
     slots = {}
     for slot, values in (raw.get("slots") or {}).items():
+        if isinstance(values, str):
+            values = slot_file_values(Path(folder or ".") / values if not Path(values).is_absolute() else Path(values),
+                                      str(slot), source)  # fmt: skip
         if not isinstance(values, list):
             raise GrammarError(f"{_at(source, str(slot) + ':')}: slot {slot}: expected a list of values")
         slots[str(slot)] = Slot(str(slot), tuple(_value(v, source, str(slot)) for v in values))
@@ -126,6 +145,24 @@ def grammar_from_dict(raw: Mapping[str, Any], source: str = "<grammar>", name: s
                 raise GrammarError(f"{where}: a weight must be above 0")
             templates.append(Template(intent, text, expr, weight * float(own)))
     return Grammar(name, templates, slots)
+
+
+def slot_file_values(path: Path, slot: str, source: str) -> list[str]:
+    """A slot file's values: one a line, as a list item is written ("living room" or "living room:
+    lounge"); `#` starts a comment. What a user keeps a long list in: contacts, songs, products."""
+    if not path.is_file():
+        raise GrammarError(f"{_at(source, slot + ':')}: slot {slot}: no slot file {path}")
+    values = [line.split("#", 1)[0].strip() for line in read_text_file(path).splitlines()]
+    if not any(values):
+        raise GrammarError(f"{path}: slot {slot}: the file has no values (one a line)")
+    return [value for value in values if value]
+
+
+def slot_files(raw: Mapping[str, Any], folder: Path | None = None) -> list[Path]:
+    """The slot files a grammar's YAML form names (what a corpus made from it depends on)."""
+    slots = raw.get("slots") if isinstance(raw, Mapping) else None
+    named = [v for v in (slots.values() if isinstance(slots, Mapping) else ()) if isinstance(v, str)]
+    return [Path(v) if Path(v).is_absolute() else Path(folder or ".") / v for v in named]
 
 
 def grammar_from_templates(templates: list[str], slots: Mapping[str, list[str]], name: str = "commands",
