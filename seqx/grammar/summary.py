@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -52,6 +53,20 @@ def summarize(grammar: Grammar) -> GrammarSummary:
     )
 
 
+def _as_decoded(grammar: Grammar) -> tuple[Grammar, Callable[[str], str]]:
+    """The grammar with its words as a decoded text spells them ("Turn" is "turn", "Stop." is "stop"),
+    and that spelling (the default tokenizer's normalization)."""
+    from seqx.recipe import TokenizerSettings
+    from seqx.tokenize.text import normalize_text
+
+    settings = TokenizerSettings()
+
+    def normalize(text: str) -> str:
+        return normalize_text(text, settings)
+
+    return grammar.spoken(normalize), normalize
+
+
 def shared_warning(first: str, second: str, sentence: str) -> str:
     """What `seqx grammar --show` and the data stage say of a sentence two intents say."""
     return f"intents {first} and {second} both say {sentence!r}: it is always answered {first} (say it in one intent only)"
@@ -63,11 +78,7 @@ def shared_sentences(grammar: Grammar) -> list[tuple[str, str, str]]:
     together: no sentence is listed, so a 10^8-sentence grammar takes milliseconds)."""
     from collections import deque
 
-    from seqx.recipe import TokenizerSettings
-    from seqx.tokenize.text import normalize_text
-
-    settings = TokenizerSettings()
-    said = grammar.spoken(lambda text: normalize_text(text, settings))
+    said, _ = _as_decoded(grammar)
     names = list(said.intents)
     dfas = {name: said.subset([name]).word_dfa() for name in names}
     found = []
@@ -94,13 +105,10 @@ def sound_alike_choices(grammar: Grammar) -> list[tuple[str, ...]]:
     points offer it (`seqx grammar --show` warns of them). Words as a decoded text spells them ("Turn"
     and "turn" are one word, not two said alike)."""
     from seqx.data.sound_alike import alike_groups
-    from seqx.recipe import TokenizerSettings
-    from seqx.tokenize.text import normalize_text
 
-    settings = TokenizerSettings()
-    said = grammar.spoken(lambda text: normalize_text(text, settings))
+    said, normalize = _as_decoded(grammar)
     written: dict[str, str] = {}  # each word told as the grammar writes it
     for word in sorted(grammar.vocabulary()):
-        written.setdefault(normalize_text(word, settings), word)
+        written.setdefault(normalize(word), word)
     groups = alike_groups([str(word) for word in arcs] for arcs in said.word_dfa().arcs if len(arcs) > 1)
     return [tuple(written.get(word, word) for word in group) for group in groups]
