@@ -502,5 +502,5 @@ def test_a_sentence_two_intents_say_is_warned_of_before_synthesis(tmp_path: Path
     grammar.write_text("intents:\n  media: [stop, play the music]\n  timer: [stop, cancel the timer]\n")
     reporter = Collect()
     run_data_stage(_recipe(tmp_path, "data.size=12", f"data.synth.grammar={grammar}"), reporter)
-    assert reporter.warnings[:1] == ["intents media and timer both say 'stop': it is always answered media "
-                                     "(say it in one intent only)"]
+    said = "intents media and timer both say 'stop': it is always answered media (say it in one intent only)"
+    assert reporter.warnings[:1] == [said]

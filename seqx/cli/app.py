@@ -49,8 +49,9 @@ def build_app(only: str | None = None) -> typer.Typer:
     )
 
     def root(  # the group: without it a lone registered command would lose its name
-        version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                     help="Print the versions and exit."),  # fmt: skip
+        version: bool = typer.Option(
+            False, "--version", callback=_version, is_eager=True, help="Print the versions and exit."
+        ),
     ) -> None:
         pass
 

@@ -16,7 +16,6 @@ from seqx.grammar.errors import GrammarError
 from seqx.grammar.model import Grammar, Template
 from seqx.grammar.syntax import parse_template, slot_refs
 
-
 # a list copied from notes or a README: "- turn on the light", "* stop", "1. play music", "2) pause";
 # left in, "1." was said "one" before every command of the list and "-" or "*" failed to parse
 _LIST_MARK = re.compile(r"^\s*(?:[-*\u2022]|\d{1,3}[.)])\s+")
