@@ -430,16 +430,22 @@ def test_evaluate_on_your_own_recordings(trained: tuple[Recipe, Bundle], tmp_pat
     (tmp_path / "other.txt").write_text("What is the capital of France?")
     (tmp_path / "broken.wav").write_text("not audio\n" * 10)
     (tmp_path / "broken.txt").write_text(commands[1].text)
+    noise = np.random.default_rng(0).normal(0, 0.05, 24000).astype(np.float32)  # the user's room: no command
+    sf.write(tmp_path / "room.wav", noise, 16000)
+    (tmp_path / "room.txt").write_text("")
+    sf.write(tmp_path / "untold.wav", noise, 16000)  # no .txt at all: skipped and named, not taken for noise
     args = ["evaluate", str(REPO / "recipes/commands.yaml"), "--on", str(tmp_path), "--json", "--device", "cpu"]
     for key in [f"exp_dir={recipe.exp_dir}", *TINY_BASE, *TINY]:
         args += ["--set", key]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert f"{tmp_path / 'broken.wav'}:unreadableaudio" in "".join(result.output.split())  # rich wraps, mid-path too
+    flat = "".join(result.output.split())
+    assert f"{tmp_path / 'broken.wav'}:unreadableaudio" in flat  # rich wraps, mid-path too
+    assert f"{tmp_path / 'untold.wav'}:missingtranscript(nountold.txtbesideit)" in flat
     report = json.loads(result.output[result.output.index("{"):])
     for mode in ("free", "constrained"):
         assert report[mode]["commands"]["commands"] == 4  # c0-c2 and the phone's, not the broken one
-        assert report[mode]["negatives"]["oog"] == 1 and report[mode]["negatives"]["noise"] == 0
+        assert report[mode]["negatives"]["oog"] == 1 and report[mode]["negatives"]["noise"] == 1
     rows = (recipe.eval_dir / "recordings-constrained.tsv").read_text().splitlines()
     assert sorted(row.split("\t")[0] for row in rows[1:]) == ["c0", "c1", "c2", "phone"]
     missing = CliRunner().invoke(app, [*args[:3], str(tmp_path / "nope"), *args[4:]])

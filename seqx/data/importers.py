@@ -25,7 +25,7 @@ from seqx.recipe import ManifestSettings
 from seqx.report import Reporter
 from seqx.text_files import decode_text, read_text_file
 
-Row = tuple[str, str, str, str]  # id, audio, text, speaker
+Row = tuple[str, str, str | None, str]  # id, audio, text (None: no transcript at all), speaker
 CHECK_RATE = 16000  # the rate a decoded container is checked at (its length is the same at any)
 
 
@@ -127,7 +127,7 @@ def _folder(path: Path, settings: ManifestSettings) -> list[Row]:
     rows = []
     for audio in sorted(p for p in path.rglob("*") if p.suffix.lower() in AUDIO_SUFFIXES):
         transcript = audio.with_suffix(".txt")
-        text = read_text_file(transcript).strip() if transcript.is_file() else ""
+        text = read_text_file(transcript).strip() if transcript.is_file() else None  # an empty .txt says nothing
         # the id is the path below the folder, so a/1.wav and b/1.wav stay two utterances
         utt_id = "-".join(audio.relative_to(path).with_suffix("").parts)
         rows.append((utt_id, str(audio.resolve()), text, audio.parent.name))
@@ -135,12 +135,14 @@ def _folder(path: Path, settings: ManifestSettings) -> list[Row]:
 
 
 def read_checked(
-    source: Path, settings: ManifestSettings, what: str, max_duration: float, reporter: Reporter
+    source: Path, settings: ManifestSettings, what: str, max_duration: float, reporter: Reporter,
+    said_nothing: bool = False,
 ) -> tuple[list[Utterance], list[tuple[str, str]]]:
-    """A manifest source's usable utterances, with a progress bar; each skipped one is said, with why."""
+    """A manifest source's usable utterances, with a progress bar; each skipped one is said, with why.
+    `said_nothing`: an empty transcript is a recording of no command (noise, a room), not a fault."""
     rows = read_rows(source, settings)
     task = reporter.task(f"check {what}", total=len(rows), unit="utt")
-    kept, bad = check_rows(rows, max_duration, task.advance)
+    kept, bad = check_rows(rows, max_duration, task.advance, said_nothing)
     task.close()
     for name, reason in bad:
         reporter.warn(f"{name}: {reason}")
@@ -148,32 +150,35 @@ def read_checked(
 
 
 def check_rows(
-    rows: list[Row], max_duration: float, advance: Callable[[int], None] | None = None
+    rows: list[Row], max_duration: float, advance: Callable[[int], None] | None = None, said_nothing: bool = False
 ) -> tuple[list[Utterance], list[tuple[str, str]]]:
-    """Usable utterances and (what, reason) for each skipped one; `advance(1)` after each row."""
+    """Usable utterances and (what, reason) for each skipped one; `advance(1)` after each row.
+    `said_nothing`: empty transcripts are kept (`read_checked`)."""
     kept: list[Utterance] = []
     skipped: list[tuple[str, str]] = []
     seen: set[str] = set()
     for utt_id, audio, text, speaker in rows:
-        problem, duration = _problem(audio, text, max_duration)
+        problem, duration = _problem(audio, text, max_duration, said_nothing)
         if not problem and utt_id in seen:  # later stages look utterances up by id
             problem = f"duplicate utterance id ({utt_id})"
         if problem:  # a piped command is named by its utterance id: the command says little
             skipped.append((f"{utt_id}: {audio[1:].strip()}" if audio.startswith("|") else audio, problem))
         else:
             seen.add(utt_id)
-            kept.append(Utterance(utt_id, audio, " ".join(text.split()), round(duration, 4), speaker or utt_id))
+            kept.append(Utterance(utt_id, audio, " ".join((text or "").split()), round(duration, 4), speaker or utt_id))
         if advance is not None:
             advance(1)
     return kept, skipped
 
 
-def _problem(audio: str, text: str, max_duration: float) -> tuple[str | None, float]:
+def _problem(audio: str, text: str | None, max_duration: float, said_nothing: bool = False) -> tuple[str | None, float]:
     if audio.startswith("|"):
         return "piped wav.scp command (convert the audio to files first)", 0.0
     if not Path(audio).is_file():
         return "missing audio file", 0.0
-    if not text.strip():
+    if text is None:
+        return f"missing transcript (no {Path(audio).with_suffix('.txt').name} beside it)", 0.0
+    if not text.strip() and not said_nothing:
         return "empty transcript", 0.0
     try:
         info = sf.info(audio)

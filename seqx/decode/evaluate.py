@@ -285,20 +285,25 @@ def own_recordings(
     source: Path, recipe: Recipe, bundle: Bundle, parser: Grammar | None, reporter: Reporter
 ) -> tuple[list[Utterance], list[Negative] | None]:
     """`seqx evaluate --on SOURCE`: its usable recordings (a bad one is skipped and said), split into the
-    grammar's commands and, as negatives, what it does not hold (speech a model must turn away)."""
+    grammar's commands and, as negatives, what it does not hold (speech a model must turn away) and
+    what says nothing (an empty transcript: the user's room, TV or kitchen, which must get no answer)."""
     if not source.exists():
         raise SeqxError(f"--on: {source}: no such file or folder")
-    kept, _ = read_checked(source, recipe.data.manifest, "recordings", recipe.data.max_duration, reporter)
+    kept, _ = read_checked(source, recipe.data.manifest, "recordings", recipe.data.max_duration, reporter,
+                           said_nothing=True)  # fmt: skip
     if not kept:
         raise SeqxError(f"--on: {source}: no usable recordings")
     if parser is None:
-        return kept, None
+        return kept, None  # an empty transcript is scored as the test split's "no speech" utterances are
+    quiet = [Negative(u.id, u.audio, "noise", "recordings") for u in kept if not u.text]
+    kept = [u for u in kept if u.text]
     holds = [parser.parse(normalize_text(u.text, bundle.tokenizer.settings)) is not None for u in kept]
     commands = [u for u, held in zip(kept, holds, strict=True) if held]
-    others = [Negative(u.id, u.audio, "oog", "recordings", u.text)
-              for u, held in zip(kept, holds, strict=True) if not held]  # fmt: skip
+    others = quiet + [Negative(u.id, u.audio, "oog", "recordings", u.text)
+                      for u, held in zip(kept, holds, strict=True) if not held]  # fmt: skip
     if not commands:
-        raise SeqxError(f"--on: {source}: none of its {len(kept)} transcripts is a command of the grammar")
+        raise SeqxError(f"--on: {source}: none of its {len(kept) + len(quiet)} recordings says a command of the grammar "
+                        "(give some commands beside the noise and the other speech)")
     return commands, others or None
 
 
