@@ -28,17 +28,21 @@ def _inputs(folder: Path, espeak_wav) -> dict[str, str]:
     """One good utterance and one of each kind of bad input."""
     espeak_wav(folder / "good.wav")
     espeak_wav(folder / "empty_text.wav")
+    espeak_wav(folder / "untold.wav")
     (folder / "corrupt.wav").write_bytes(b"RIFF\x00\x00\x00\x00WAVEfmt garbage")
     sf.write(folder / "silent.wav", np.zeros(8000), 16000)
     sf.write(folder / "long.wav", 0.1 * np.sin(np.arange(16000 * 6) * 0.05), 16000)
-    return {k: str(folder / f"{k}.wav") for k in ("good", "corrupt", "silent", "empty_text", "long", "missing")}
+    return {k: str(folder / f"{k}.wav") for k in ("good", "corrupt", "silent", "empty_text", "untold", "long", "missing")}
 
 
-TEXTS = {"good": "check  the battery", "corrupt": "x", "silent": "y", "empty_text": "", "long": "z", "missing": "w"}
+# untold: no transcript at all (no text key, a short CSV row, no line in Kaldi's text, no .txt)
+TEXTS = {"good": "check  the battery", "corrupt": "x", "silent": "y", "empty_text": "", "untold": None, "long": "z",
+         "missing": "w"}  # fmt: skip
 REASONS = {
     "corrupt.wav": "unreadable audio",
     "silent.wav": "silent audio",
     "empty_text.wav": "empty transcript",
+    "untold.wav": "missing transcript",
     "long.wav": "longer than data.max_duration",
     "missing.wav": "missing audio file",
 }
@@ -51,23 +55,25 @@ def test_importers_keep_good_and_report_bad(tmp_path: Path, fmt: str, espeak_wav
     rel = {k: os.path.relpath(v, tmp_path) for k, v in files.items()}
     if fmt == "jsonl":
         source = tmp_path / "m.jsonl"
-        source.write_text("".join(json.dumps({"audio": rel[k], "text": t}) + "\n" for k, t in TEXTS.items()))
+        rows = [{"audio": rel[k], **({"text": t} if t is not None else {})} for k, t in TEXTS.items()]
+        source.write_text("".join(json.dumps(row) + "\n" for row in rows))
     elif fmt in ("csv", "tsv"):
         sep = "," if fmt == "csv" else "\t"
         source = tmp_path / f"m.{fmt}"
-        table = f"audio{sep}text\n" + "".join(f"{rel[k]}{sep}{t}\n" for k, t in TEXTS.items())
+        table = f"audio{sep}text\n" + "".join(f"{rel[k]}{sep}{t}\n" if t is not None else f"{rel[k]}\n"
+                                               for k, t in TEXTS.items())  # fmt: skip
         source.write_bytes(table.replace("\n", "\r\n").encode("utf-8-sig"))  # as Excel's "CSV UTF-8" saves it
     elif fmt == "kaldi":
         source = tmp_path / "kaldi"
         source.mkdir()
         scp = "".join(f"{k} {files[k]}\n" for k in TEXTS) + "piped sox in.flac -t wav - |\n"
         (source / "wav.scp").write_text(scp)
-        (source / "text").write_text("".join(f"{k} {t}\n" for k, t in TEXTS.items()) + "piped hello\n")
+        (source / "text").write_text("".join(f"{k} {t}\n" for k, t in TEXTS.items() if t is not None) + "piped hello\n")
         (source / "utt2spk").write_text("good alice\n")
     else:
         source = tmp_path / "audio"
         for key, text in TEXTS.items():
-            if key != "missing":
+            if key != "missing" and text is not None:
                 (source / f"{key}.txt").write_text(text, encoding="utf-8-sig")  # Notepad's byte-order mark
     recipe = _recipe(tmp_path, str(source), valid=str(source), test=str(source))
     report = run_data_stage(recipe)

@@ -25,7 +25,7 @@ from seqx.recipe import ManifestSettings
 from seqx.report import Reporter
 from seqx.text_files import decode_text, read_text_file
 
-Row = tuple[str, str, str | None, str]  # id, audio, text (None: no transcript at all), speaker
+Row = tuple[str, str, str | None, str]  # id, audio, text (None: none given; "" an empty one), speaker
 CHECK_RATE = 16000  # the rate a decoded container is checked at (its length is the same at any)
 
 
@@ -68,7 +68,7 @@ def _jsonl(path: Path, settings: ManifestSettings) -> list[Row]:
             (
                 utt_id,
                 _resolve(path.parent, audio),
-                str(raw.get(settings.text_column) or ""),
+                None if raw.get(settings.text_column) is None else str(raw[settings.text_column]),
                 str(raw.get("speaker", "")),
             )
         )
@@ -86,7 +86,7 @@ def _table(path: Path, settings: ManifestSettings) -> list[Row]:
         for raw in reader:
             audio = raw[settings.audio_column]
             utt_id = raw.get("id") or Path(audio).stem
-            text = raw.get(settings.text_column) or ""
+            text = raw.get(settings.text_column)  # None: no such column, or a short row
             rows.append((utt_id, _resolve(path.parent, audio), text, raw.get("speaker") or ""))
     return rows
 
@@ -116,7 +116,7 @@ def _kaldi(path: Path, settings: ManifestSettings) -> list[Row]:
             (
                 utt_id,
                 audio if audio.startswith("|") else _resolve(path, audio),
-                texts.get(utt_id, ""),
+                texts.get(utt_id),
                 speakers.get(utt_id, ""),
             )
         )
@@ -176,8 +176,8 @@ def _problem(audio: str, text: str | None, max_duration: float, said_nothing: bo
         return "piped wav.scp command (convert the audio to files first)", 0.0
     if not Path(audio).is_file():
         return "missing audio file", 0.0
-    if text is None:
-        return f"missing transcript (no {Path(audio).with_suffix('.txt').name} beside it)", 0.0
+    if text is None:  # no .txt beside it, no text key or column, no line in Kaldi's text
+        return "missing transcript", 0.0
     if not text.strip() and not said_nothing:
         return "empty transcript", 0.0
     try:
