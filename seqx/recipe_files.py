@@ -152,16 +152,17 @@ def grammar_file_beside(raw: dict[str, Any], path: Path) -> None:
         return
     grammar = synth.get("grammar")
     if isinstance(grammar, dict) and isinstance(grammar.get("slots"), dict):  # slot files: `song: songs.txt`
-        grammar["slots"] = {name: _beside(values, path) if isinstance(values, str) else values
+        grammar["slots"] = {name: beside_recipe(values, path) if isinstance(values, str) else values
                             for name, values in grammar["slots"].items()}  # fmt: skip
     file = grammar if isinstance(grammar, str) else grammar.get("file") if isinstance(grammar, dict) else None
     if isinstance(file, str):
-        found = _beside(file, path)
+        found = beside_recipe(file, path)
         synth["grammar"] = {**grammar, "file": found} if isinstance(grammar, dict) else found
 
 
-def _beside(file: str, path: Path) -> str:
-    """A file a recipe names: as given when it exists (or is absolute), else the one beside the recipe."""
+def beside_recipe(file: str, path: Path) -> str:
+    """A file the recipe at `path` names: as given when it exists (or is absolute), else the one beside
+    the recipe when that exists, else as given (whoever opens it says it is missing)."""
     if Path(file).is_absolute() or Path(file).exists() or not (path.parent / file).exists():
         return file
     return str(path.parent / file)

@@ -41,14 +41,7 @@ def grammar_files(path: Path) -> list[Path]:
     if path.suffix.lower() == ".ini" and (path.parent / "slots").is_dir():
         files += sorted(f for f in (path.parent / "slots").rglob("*") if f.is_file())
     if path.suffix.lower() in (".yaml", ".yml") and path.is_file():
-        import yaml
-
-        from seqx.yaml_load import load_yaml
-
-        try:
-            raw = load_yaml(read_text_file(path)) or {}
-        except yaml.YAMLError:
-            raw = {}  # reading the grammar says what is wrong with it
+        raw = _yaml_or_nothing(path)  # reading the grammar says what is wrong with it
         if isinstance(raw, dict) and "grammar" in raw and "intents" not in raw:
             raw = raw["grammar"]
         files += [f for f in slot_files(raw, path.parent) if f.is_file()]
@@ -59,6 +52,19 @@ def grammar_files(path: Path) -> list[Path]:
                 found = imported_file(file.parent, grammar.strip())
                 files += [found] if found is not None and found not in files else []
     return files
+
+
+def _yaml_or_nothing(path: Path) -> Any:
+    """A YAML file's contents, {} when it is not valid YAML: for a look at what kind of file it is
+    (the reader that loads it for real names the fault)."""
+    import yaml
+
+    from seqx.yaml_load import load_yaml
+
+    try:
+        return load_yaml(read_text_file(path)) or {}
+    except yaml.YAMLError:
+        return {}
 
 
 def grammar_from_file(path: str | Path) -> Grammar:
@@ -119,8 +125,7 @@ def grammar_from_dict(
     slots = {}
     for slot, values in (raw.get("slots") or {}).items():
         if isinstance(values, str):
-            values = slot_file_values(Path(folder or ".") / values if not Path(values).is_absolute() else Path(values),
-                                      str(slot), source)  # fmt: skip
+            values = slot_file_values(Path(folder or ".") / values, str(slot), source)  # an absolute name stays itself
         if not isinstance(values, list):
             raise GrammarError(f"{_at(source, str(slot) + ':')}: slot {slot}: expected a list of values")
         slots[str(slot)] = Slot(str(slot), tuple(_value(v, source, str(slot)) for v in values))
@@ -162,7 +167,7 @@ def slot_files(raw: Mapping[str, Any], folder: Path | None = None) -> list[Path]
     """The slot files a grammar's YAML form names (what a corpus made from it depends on)."""
     slots = raw.get("slots") if isinstance(raw, Mapping) else None
     named = [v for v in (slots.values() if isinstance(slots, Mapping) else ()) if isinstance(v, str)]
-    return [Path(v) if Path(v).is_absolute() else Path(folder or ".") / v for v in named]
+    return [Path(folder or ".") / v for v in named]  # an absolute name stays itself
 
 
 def grammar_from_templates(templates: list[str], slots: Mapping[str, list[str]], name: str = "commands",
@@ -205,12 +210,9 @@ def grammar_from_settings(synth: Any, name: str = "commands", recipe_path: str |
 
 def grammar_path(file: str, recipe_path: str | Path | None = None) -> Path:
     """`data.synth.grammar: FILE` as a path: as given when it exists, else beside the recipe."""
-    path = Path(file)
-    if not path.exists() and recipe_path is not None and not path.is_absolute():
-        beside = Path(recipe_path).parent / path
-        if beside.exists():
-            return beside
-    return path
+    from seqx.recipe_files import beside_recipe
+
+    return Path(file if recipe_path is None else beside_recipe(file, Path(recipe_path)))
 
 
 def _value(raw: Any, source: str, slot: str) -> SlotValue:
@@ -269,11 +271,8 @@ def _at(source: str, needle: str) -> str:
 
 def open_grammar(path: str | Path, overrides: list[str] | None = None) -> Grammar:
     """What `seqx grammar PATH` shows: a grammar file, or the grammar of a recipe (.yaml without `intents`)."""
-    import yaml
-
     from seqx.errors import RecipeError
     from seqx.recipe_files import find_recipe
-    from seqx.yaml_load import load_yaml
 
     path = Path(path)
     if path.suffix.lower() in ("", ".yaml", ".yml") and not path.is_file():
@@ -282,10 +281,7 @@ def open_grammar(path: str | Path, overrides: list[str] | None = None) -> Gramma
         except RecipeError:
             pass  # not one: the grammar-file reader below says what is wrong with the path
     if path.suffix.lower() in (".yaml", ".yml") and path.is_file():
-        try:
-            raw = load_yaml(read_text_file(path)) or {}
-        except yaml.YAMLError:
-            raw = {}
+        raw = _yaml_or_nothing(path)
         if isinstance(raw, dict) and "intents" not in raw and "grammar" not in raw:
             from seqx.recipe import load_recipe
 
