@@ -1,8 +1,8 @@
 """Real human recordings that Debian ships, against a seqx model trained on seqx's own voices only.
 
 Usage:
-    python bench/human.py [--sets cards,goforward,alsa,digits,asterisk-numbers,asterisk-dates,asterisk-phrases,
-                          ktuberling,warzone,letters,klettres-words] [--kind speech_embedding|fbank|...]
+    python bench/human.py [--sets cards,goforward,alsa,digits,asterisk-numbers,asterisk-dates,asterisk-alarms,
+                          asterisk-phrases,ktuberling,warzone,letters,klettres-words] [--kind speech_embedding|fbank|...]
                           [--epochs N] [--size N] [--exp-dir /tmp/seqx-human] [--set KEY=VALUE]
                           [--slot-weights W,...] [--restart] [--json]
 
@@ -36,6 +36,8 @@ Sets (files, reference transcripts):
              sentences drawn (seeded) from a grammar of five slots and 374,976 sentences: many slots at
              once, as a real command set has them; a splice, not one breath (no coarticulation, pauses
              between words), so it is not counted among the other sets' people out of the grammar
+  asterisk-alarms    the same splice of alarm times as a grammar writes them, "7:05 AM" (7, oh, 5, a-m): her
+             "a m" and "p m" against an alarm grammar of 288 times ("wake me at {time} {half}", half: AM, PM)
   asterisk-phrases   the same voice's prompts of 3 to 8 words (vm-nomore.wav "no more messages", ...;
              transcripts from asterisk-core-sounds-en's core-sounds-en.txt.gz), a phrase list of
              every one of them: many words, one speaker, a telephone channel
@@ -230,8 +232,38 @@ def asterisk_dates(n: int = ASTERISK_DATES, seed: int = 0) -> list[tuple[str, st
     """n date-and-time sentences ("monday march twenty first at nine fifteen") spliced from Allison's
     digits/ recordings back to back, as Asterisk itself plays a date to a caller: a person's voice
     in a grammar of five slots and 375,000 sentences, the shape of a real command set, which the
-    other sets (a phrase each) do not have. Written once, seeded, under the temp folder; none
-    when the recordings are not installed."""
+    other sets (a phrase each) do not have. None when the recordings are not installed."""
+    parts = asterisk_date_parts()
+    rng = np.random.default_rng([seed, 2026])
+    sentences = []
+    for _ in range(n):
+        said = {slot: values[int(rng.integers(len(values)))] for slot, values in parts.items()}
+        names = [*said["day"][1], *said["month"][1], *said["date"][1], "at", *said["hour"][1], *said["minute"][1]]
+        sentences.append((f"{said['day'][0]} {said['month'][0]} {said['date'][0]} at {said['hour'][0]} {said['minute'][0]}", names))
+    return spliced_files(f"seqx-asterisk-dates-{seed}", sentences)
+
+
+def asterisk_alarm_times() -> list[tuple[str, list[str]]]:
+    """Every time of day on the five minutes, as an alarm grammar writes it ("7:05 AM") with the
+    digits/ files Asterisk plays for it: the hour, the minute, then "a-m" or "p-m"."""
+    parts = asterisk_date_parts()
+    minutes = dict(zip(range(0, 60, 5), [files for _, files in parts["minute"]], strict=True))
+    return [(f"{hour}:{minute:02d} {half}", [str(hour), *files, f"{half[0].lower()}-m"])
+            for half in ("AM", "PM") for hour in range(1, 13) for minute, files in minutes.items()]  # fmt: skip
+
+
+def asterisk_alarms(n: int = ASTERISK_DATES, seed: int = 0) -> list[tuple[str, str]]:
+    """n alarm times ("7:05 AM") spliced from Allison's digits/ files, her "a m" and "p m" among them:
+    the check that a grammar's "AM" is taught as the letters a person says (flite said nothing for it,
+    espeak-ng the verb "am" for a lowercase one)."""
+    times = asterisk_alarm_times()
+    rng = np.random.default_rng([seed, 2027])
+    return spliced_files(f"seqx-asterisk-alarms-{seed}", [times[int(i)] for i in rng.integers(len(times), size=n)])
+
+
+def spliced_files(folder_name: str, sentences: list[tuple[str, list[str]]]) -> list[tuple[str, str]]:
+    """(wav path, sentence) of each sentence's digits/ files joined back to back, written once under the
+    temp folder; none when the recordings are not installed."""
     import tempfile
 
     from seqx.featurize.samples import read_samples
@@ -239,16 +271,11 @@ def asterisk_dates(n: int = ASTERISK_DATES, seed: int = 0) -> list[tuple[str, st
 
     if not (ASTERISK / "digits" / "day-0.wav").is_file():
         return []
-    folder = Path(tempfile.gettempdir()) / f"seqx-asterisk-dates-{seed}"
+    folder = Path(tempfile.gettempdir()) / folder_name
     folder.mkdir(parents=True, exist_ok=True)
-    parts = asterisk_date_parts()
-    rng = np.random.default_rng([seed, 2026])
     files = []
-    for i in range(n):
-        said = {slot: values[int(rng.integers(len(values)))] for slot, values in parts.items()}
-        names = [*said["day"][1], *said["month"][1], *said["date"][1], "at", *said["hour"][1], *said["minute"][1]]
-        text = f"{said['day'][0]} {said['month'][0]} {said['date'][0]} at {said['hour'][0]} {said['minute'][0]}"
-        path = folder / f"date-{i:03d}.wav"
+    for i, (text, names) in enumerate(sentences):
+        path = folder / f"said-{i:03d}.wav"
         if not path.is_file():
             wave = np.concatenate([read_samples(ASTERISK / "digits" / f"{name}.wav", 16000) for name in names])
             with atomic_write(path) as tmp:  # a run cut short leaves no half file to be reused
@@ -277,6 +304,13 @@ def asterisk_sets() -> dict[str, HumanSet]:
             {"intents": {"date": ["{day} {month} {date} at {hour} {minute}"]},
              "slots": {slot: [words for words, _ in values] for slot, values in asterisk_date_parts().items()}},
             None, "asterisk-core-sounds-en-wav", spliced=True,
+        ),  # fmt: skip
+        "asterisk-alarms": HumanSet(
+            "asterisk-alarms",
+            asterisk_alarms(),
+            {"intents": {"alarm": ["wake me at {time} {half}", "{time} {half}"]},
+             "slots": {"time": sorted({t.split()[0] for t, _ in asterisk_alarm_times()}), "half": ["AM", "PM"]}},
+            None, "asterisk-core-sounds-en-wav", spliced=True, others_hear=False,
         ),  # fmt: skip
         "asterisk-phrases": phrase_list_set("asterisk-phrases", phrases, "prompt", "asterisk-core-sounds-en"),
     }

@@ -107,6 +107,19 @@ def test_numbers_are_told_as_the_words_the_transcript_has() -> None:
     assert engines.text_changes(["take", "five"]) != engines.TOLD_NUMBERS
 
 
+def test_short_forms_are_told_long_and_flite_says_the_am_it_dropped() -> None:
+    """flite said "wake me at 7 AM" as "wake me at seven" (no AM at all) and espeak-ng "7 am" with the verb
+    "am": told the letters' names, both say the A M a person says, and the corpus key marks the change."""
+    _need("flite")
+    voice, how = engines.engine("flite").voices()[0], engines.Delivery()
+    assert engines.told("wake me at 7 AM for a 5km run", voice) == "wake me at seven eigh m for a five kilometers run"
+    seconds = {text: engines.speak(text, voice, how)[0].size / 16000 for text in ("wake me at 7 AM", "wake me at 7")}
+    assert seconds["wake me at 7 AM"] > seconds["wake me at 7"] + 0.08  # the letters are said (0.12 s; AM was 0.002 s)
+    assert engines.text_changes(["at", "AM"]) == engines.TOLD_SHORT_FORMS > engines.TOLD_NUMBERS
+    assert engines.text_changes(["80s", "hits"]) == engines.TOLD_SHORT_FORMS
+    assert engines.text_changes(["at", "7"]) == engines.TOLD_NUMBERS
+
+
 def test_a_verb_is_told_as_a_verb_where_a_commands_verb_stands_and_nowhere_else() -> None:
     cloze = verbs.spelled_verb
     assert verbs.told_as_verbs("close the terminal", cloze) == "cloze the terminal"

@@ -504,3 +504,7 @@ def test_a_sentence_two_intents_say_is_warned_of_before_synthesis(tmp_path: Path
     run_data_stage(_recipe(tmp_path, "data.size=12", f"data.synth.grammar={grammar}"), reporter)
     said = "intents media and timer both say 'stop': it is always answered media (say it in one intent only)"
     assert reporter.warnings[:1] == [said]
+    grammar.write_text("intents:\n  alarm: ['wake me at {hour} am', stop]\nslots:\n  hour: ['6', '7']\n")
+    reporter = Collect()
+    run_data_stage(_recipe(tmp_path, "data.size=12", f"data.synth.grammar={grammar}"), reporter)
+    assert any("'am' is said the verb" in w for w in reporter.warnings[:1])  # before synthesis, as the above

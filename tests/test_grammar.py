@@ -23,6 +23,7 @@ from seqx.grammar.heldout import draw, heldout_score, kept_words
 from seqx.grammar.jsgf import grammar_to_jsgf, jsgf_to_grammar
 from seqx.grammar.syntax import Alt, Opt, Seq, SlotRef, Word, parse_template, render
 from seqx.recipe import RecipeError, TokenizerSettings, load_recipe
+from seqx.tokenize.text import normalize_text
 
 CARDS = Path("/usr/share/pocketsphinx/test/data/cards/cards.gram")
 GOFORWARD = Path("/usr/share/pocketsphinx/test/data/goforward.gram")
@@ -644,6 +645,25 @@ def test_show_warns_of_a_sentence_two_intents_say() -> None:
     assert summarize(load_grammar(load_recipe(REPO / "recipes/smarthome.yaml"))).shared == []
     result = CliRunner().invoke(_app(), ["grammar", str(REPO / "recipes/commands.yaml"), "--show"])
     assert result.exit_code == 0 and "both say" not in result.output
+
+
+def test_show_warns_of_short_forms_said_as_written(tmp_path: Path) -> None:
+    """ "wake me at {hour} am" teaches the verb "am" for a person's "A M", "{n} min" the word "min" for
+    "minutes": `grammar --show` says what to write; "AM" is said long, "I am" is the verb."""
+    from seqx.grammar.summary import summarize
+
+    alarm = Grammar.build({"alarm": ["wake me at {hour} am", "set a timer for {n} min"]}, {"hour": ["6", "7"], "n": ["5"]})
+    assert summarize(alarm).short_forms == [
+        "'am' is said the verb, as in \"I am\"; for the time of day write \"AM\" or \"a.m.\"",
+        "'min' is said as written; for minutes write \"minutes\""]  # fmt: skip
+    fixed = Grammar.build({"alarm": ["wake me at {hour} AM", "set a timer for {n} minutes"], "me": ["I am home"]},
+                          {"hour": ["6", "7"], "n": ["5"]})
+    assert summarize(fixed).short_forms == []
+    assert fixed.spoken(lambda t: normalize_text(t, TokenizerSettings())).parse("wake me at seven a m").slots == {"hour": "7"}
+    path = tmp_path / "alarm.yaml"
+    path.write_text("intents:\n  alarm: ['wake me at {hour} am']\nslots:\n  hour: ['6', '7']\n")
+    result = CliRunner().invoke(_app(), ["grammar", str(path), "--show"])
+    assert result.exit_code == 0 and "for the time of day write" in " ".join(result.output.split())
 
 
 def test_show_warns_of_words_said_alike_where_either_may_come() -> None:

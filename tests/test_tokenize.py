@@ -54,13 +54,25 @@ def test_normalize_text_settings() -> None:
     [("$5.99 off", "five dollars ninety nine cents off"), ("$1", "one dollar"), ("£2.01", "two pounds one penny"),
      ("2% milk", "two percent milk"), ("2.5 %", "two point five percent"), (".5", "point five"),
      ("the 21st", "the twenty first"), ("1st 2nd 3rd 12th 40th", "first second third twelfth fortieth"),
-     ("at 7:05", "at seven oh five"), ("10:00 pm", "ten o'clock pm"), ("72°F", "seventy two degrees fahrenheit"),
+     ("at 7:05", "at seven oh five"), ("10:00 pm", "ten o'clock p m"), ("72°F", "seventy two degrees fahrenheit"),
      ("20 °C", "twenty degrees celsius"), ("72° please", "seventy two degrees please"), ("72° F", "seventy two degrees F"),
      ("°C", "degrees celsius"), ("50 %", "fifty percent"), ("1/2 cup", "one half cup"),
      ("24/7", "twenty four seven"), ("1,000 points", "one thousand points"), ("1,2,3", "one, two, three"),
      ("-5 degrees", "minus five degrees"), ("5-10 minutes", "five to ten minutes"), ("volume-up 3", "volume-up three"),
      ("#1 hit", "number one hit"), ("salt & pepper", "salt and pepper"), ("C++", "C plus plus"),
-     ("I\u2019d like", "I'd like"), ("room 101, please", "room one hundred one, please"), ("Dr. Pepper", "Dr. Pepper")],
+     ("I\u2019d like", "I'd like"), ("room 101, please", "room one hundred one, please"), ("Dr. Pepper", "Dr. Pepper"),
+     # short forms (short_forms.py): said long, as a person says them, not as each engine guesses
+     ("wake me at 7 AM", "wake me at seven a m"), ("7am", "seven a m"), ("7:30pm", "seven thirty p m"),
+     ("6 p.m. sharp", "six p m sharp"), ("AM radio", "a m radio"), ("I am home", "I am home"),
+     ("play 80s hits", "play eighties hits"), ("the '90s", "the nineties"), ("the 1960s", "the nineteen sixties"),
+     ("in 1985", "in nineteen eighty five"), ("since 1905", "since nineteen oh five"),
+     ("1500 calories", "fifteen hundred calories"), ("1985-1990", "nineteen eighty five to nineteen ninety"),
+     ("2024", "two thousand twenty four"), ("$1985", "one thousand nine hundred eighty five dollars"),
+     ("5 km", "five kilometers"), ("1km", "one kilometer"), ("2.5kg", "two point five kilograms"),
+     ("30 mph", "thirty miles per hour"), ("100km/h", "one hundred kilometers per hour"), ("3 hrs", "three hours"),
+     ("20min", "twenty minutes"), ("20 min", "twenty min"), ("6ft", "six feet"), ("call HR", "call HR"),
+     ("the wizard of oz", "the wizard of oz"), ("12oz can", "twelve ounces can"), ("99¢", "ninety nine cents"),
+     ("open x.com", "open x dot com")],
 )  # fmt: skip
 def test_numbers_and_their_symbols_are_spelled_as_said(written: str, said: str) -> None:
     """One spelling for what engines are told and what the transcript says: espeak-ng reads "$5" as

@@ -44,6 +44,7 @@ import soundfile as sf
 from seqx.data import verbs
 from seqx.errors import SeqxError
 from seqx.recipe import Voice
+from seqx.tokenize.short_forms import spell_short_forms
 from seqx.tokenize.text import spell_out
 
 PIPER_SEED_DIR = Path(__file__).with_name("piper_seed")  # its sitecustomize.py seeds piper's onnxruntime, one thread
@@ -659,15 +660,18 @@ def letter_names(text: str) -> str:
     return verbs.spliced(text, letters)
 
 
-TOLD_LETTERS, TOLD_VERBS, TOLD_NUMBERS = 2, 3, 4  # the corpus key's engine_text: what engines are told since when
+TOLD_LETTERS, TOLD_VERBS, TOLD_NUMBERS, TOLD_SHORT_FORMS = 2, 3, 4, 5  # the corpus key's engine_text: since when
 
 
 def text_changes(words: list[str]) -> int:
     """Since when the engines are told one of these words otherwise than written, 0 if never: a corpus
-    that says them, made before, says them otherwise. TOLD_NUMBERS (2026-12-02, text.spell_out) where
+    that says them, made before, says them otherwise. TOLD_SHORT_FORMS (2026-12-02, short_forms: "7 AM",
+    "5km", "80s", "1985", "99¢") where one holds a short form said long, else TOLD_NUMBERS (text.spell_out) where
     one holds a digit or a symbol said as words ("$5", "21st", "I’d"), else TOLD_VERBS (2026-12-01,
     verbs.told_as_verbs) where one is a verb of verbs.IMPERATIVES (a grammar's strings out of it may
     start with it), else TOLD_LETTERS where one is the letter "a" (letter_names, the same day)."""
+    if any(spell_short_forms(w) != w for w in words):
+        return TOLD_SHORT_FORMS
     if any(spell_out(w) != w for w in words):
         return TOLD_NUMBERS
     if verbs.IMPERATIVES.intersection(w.lower() for w in words):

@@ -127,10 +127,13 @@ def _run_data_stage(recipe: Recipe, reporter: Reporter, force: bool) -> DataRepo
         manifests = {s: read_manifest(out_dir / f"{s}.jsonl") for s in SPLITS}
         return _report(out_dir, True, manifests, [])
     if recipe.data.source == "synth":
-        from seqx.grammar.summary import shared_sentences, shared_warning
+        from seqx.grammar.summary import shared_sentences, shared_warning, short_form_advice
 
-        for found in shared_sentences(corpus_grammar(recipe.data)):  # milliseconds
+        grammar = corpus_grammar(recipe.data)
+        for found in shared_sentences(grammar):  # milliseconds
             reporter.warn(shared_warning(*found))
+        for advice in short_form_advice(grammar):
+            reporter.warn(advice)
         manifests, heldout, skipped = synthesize(recipe.data, out_dir, reporter)
         atomic_write_text(out_dir / "heldout_commands.txt", "".join(c + "\n" for c in heldout))
         if recipe.data.synth.recordings:

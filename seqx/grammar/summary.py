@@ -26,6 +26,9 @@ class GrammarSummary:
     # [intent, intent, sentence]: a sentence two intents both say ("stop" in media and in timer) is
     # always parsed as the first's, so the second never hears it
     shared: list[list[str]] = field(default_factory=list)
+    # short forms a person says long that the grammar writes so that engines say them short
+    # ("7 am": the verb "am"; "20 min": "min"): what to write instead
+    short_forms: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -50,6 +53,7 @@ def summarize(grammar: Grammar) -> GrammarSummary:
         compile_seconds=round(seconds, 4),
         sound_alike=[list(group) for group in sound_alike_choices(grammar)],
         shared=[list(found) for found in shared_sentences(grammar)],
+        short_forms=short_form_advice(grammar),
     )
 
 
@@ -98,6 +102,26 @@ def shared_sentences(grammar: Grammar) -> list[tuple[str, str, str]]:
                         paths[(target, other)] = (*paths[pair], str(word))
                         queue.append((target, other))
     return found
+
+
+# words said as written where they stand alone, since alone they may be another word (short_forms.py)
+_SAID_AS_WRITTEN = {
+    "am": 'the verb, as in "I am"; for the time of day write "AM" or "a.m."',
+    "min": 'as written; for minutes write "minutes"',
+    "sec": 'as written; for seconds write "seconds"',
+    "hr": 'as written; for hours write "hours"',
+    "ft": 'as written; for feet write "feet"',
+    "oz": 'as written; for ounces write "ounces"',
+}
+
+
+def short_form_advice(grammar: Grammar) -> list[str]:
+    """One line for each short form the grammar writes alone, which every voice then says short while
+    a person says it long: "7 am" is taught as the verb "am", "20 min" as "min". "am" beside "I" is
+    the verb the grammar means, and is left alone."""
+    words = {str(w).lower() for w in grammar.vocabulary()}
+    found = sorted(words.intersection(_SAID_AS_WRITTEN) - ({"am"} if "i" in words else set()))
+    return [f"{word!r} is said {_SAID_AS_WRITTEN[word]}" for word in found]
 
 
 def sound_alike_choices(grammar: Grammar) -> list[tuple[str, ...]]:

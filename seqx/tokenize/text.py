@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from seqx.recipe import TokenizerSettings
+from seqx.tokenize.short_forms import spell_short_forms
 
 _ONES = (
     "zero one two three four five six seven eight nine ten "
@@ -87,11 +88,13 @@ def _decimal(m: re.Match) -> str:
 def spell_out(text: str) -> str:
     """Numbers and the symbols that go with them as the words a speaker says ("$5.99" -> "five dollars
     ninety nine cents", "2.5%" -> "two point five percent", "21st" -> "twenty first", "7:05" -> "seven
-    oh five", "72°F" -> "seventy two degrees fahrenheit", "C++" -> "C plus plus"); everything else as
+    oh five", "72°F" -> "seventy two degrees fahrenheit", "C++" -> "C plus plus", "7 AM" -> "seven a m", "5km" ->
+    "five kilometers", "1985" -> "nineteen eighty five": short_forms); everything else as
     written. The engines are given this text and the transcript is made from it, so what a voice says
     and what the model is taught to write agree: given "$5" or "1/2" as written, espeak-ng says
     "dollar five" and "one slash two" where flite says "five dollars" and "a half"."""
     text = re.sub(r"[\u2018\u2019\u02bc]", "'", text)  # typographic apostrophes: "I’d" is "I'd"
+    text = spell_short_forms(text)  # "7 AM", "5km", "the 80s", "1985" as said, digits left for below
     # each rule reads within a word: a grammar's words are spelled one by one and must come out as its
     # sentences do ("20 °C" is "twenty" then "degrees celsius")
     text = re.sub(r"%", " percent ", text)

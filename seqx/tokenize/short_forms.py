@@ -1,0 +1,80 @@
+"""Short forms a grammar writes and a person says long: "7 AM", "20km", "the 80s", "1985", "99¢", "x.com".
+
+Engines left to themselves say them otherwise than people do, and unlike each other: flite drops "AM"
+after a number altogether ("seven AM" is "seven"), espeak-ng says "am" as the verb, "5 km" as "five
+kay em", "80s" as "eighty ess" and "1990" as "nineteen hundred and ninety". A model taught those
+sounds for those labels hears a person's "seven a m", "five kilometers", "the eighties" and "nineteen
+ninety" as something else. `spell_short_forms` writes them as said, before `text.spell_out` spells
+the digits, so engines and transcripts get the same words.
+
+Like every rule of `spell_out`, each reads within one word, since a grammar's words are spelled one by
+one and must come out as its sentences do: a lowercase "am" after a number ("7 am") is the verb here
+(word by word nothing says it is a time), so a grammar writes "AM", "a.m." or "7am".
+
+>>> spell_short_forms("wake me at 7 AM, play the 80s, 5km in 1985 for 99¢ at x.com")
+'wake me at 7  a m , play the  eighties , 5 kilometers in  nineteen eighty five  for 99 cents at x dot com'
+"""
+
+from __future__ import annotations
+
+import re
+
+# said long wherever they stand alone or follow digits ("5 km", "5km"): none is an English word
+_UNITS = {
+    "km": "kilometer", "kg": "kilogram", "mg": "milligram", "ml": "milliliter", "cm": "centimeter",
+    "lb": "pound", "lbs": "pound", "hrs": "hour", "mins": "minute", "secs": "second",
+    "mph": "miles per hour", "kph": "kilometers per hour", "km/h": "kilometers per hour",
+    "kwh": "kilowatt hour", "mb": "megabyte", "gb": "gigabyte", "tb": "terabyte",
+    "ghz": "gigahertz", "mhz": "megahertz", "khz": "kilohertz",
+}  # fmt: skip
+# ... and these only right after digits ("20min", "6ft"), since alone they are words or names: "min"
+# (minimum), "sec" ("wait a sec"), "hr" ("call HR"), "ft" ("feat."), "oz" (the Wizard of Oz), "mm"
+_GLUED_UNITS = {"min": "minute", "sec": "second", "hr": "hour", "ft": "foot", "oz": "ounce", "mm": "millimeter"}
+_PLURALS = {"foot": "feet"}
+_UNIT = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True))
+_GLUED_UNIT = "|".join(re.escape(u) for u in sorted([*_UNITS, *_GLUED_UNITS], key=len, reverse=True))
+_DOMAINS = "com|org|net|edu|gov|io|co|uk|us|ca|de|fr|ai|app|dev"
+
+
+def _unit_words(unit: str, count: str | None) -> str:
+    """The unit's name, plural unless it follows the number 1 ("1km" is one kilometer)."""
+    name = _UNITS.get(unit.lower()) or _GLUED_UNITS[unit.lower()]
+    if count == "1" or name.endswith(("per hour", "hours")):
+        return name
+    return _PLURALS.get(name, name + "s")
+
+
+def year_words(n: int) -> str:
+    """How a year from 1100 to 1999 is said: "nineteen eighty five", "nineteen oh five", "fifteen hundred"."""
+    from seqx.tokenize.text import number_words
+
+    century, rest = divmod(n, 100)
+    if rest == 0:
+        return f"{number_words(century)} hundred"
+    return f"{number_words(century)} {'oh ' if rest < 10 else ''}{number_words(rest)}"
+
+
+def _decade(m: re.Match) -> str:
+    """ "80s" / "'80s" -> "eighties", "1980s" -> "nineteen eighties", "2000s" -> "two thousands"."""
+    from seqx.tokenize.text import number_words
+
+    n = int(m.group(1))
+    said = year_words(n) if 1100 <= n < 2000 else number_words(n)
+    *head, last = said.split()
+    last = last[:-1] + "ies" if last.endswith("y") else last + "s"
+    return " " + " ".join([*head, last]) + " "
+
+
+def spell_short_forms(text: str) -> str:
+    """`text` with times of day, units, decades, years of 1100-1999, cents and web addresses as said;
+    its digits are left to `spell_out`."""
+    # 7 AM, 7:30pm, 7 a.m., PM: the letters' names; "am" alone stays the verb ("I am")
+    text = re.sub(r"(?<=\d)([ap])\.?m\.?(?![\w.])", lambda m: f" {m.group(1).lower()} m ", text, flags=re.IGNORECASE)
+    text = re.sub(r"(?<![\w.])(?:([AP])M|([ap])\.m\.|([AP])\.M\.|(p)m)(?![\w.])", lambda m: f" {next(g for g in m.groups() if g).lower()} m ", text)
+    text = re.sub(r"(?<=\d)-(?=\d)", " to ", text)  # 1985-1990 (said before the years become words)
+    text = re.sub(r"(?<![\w'.,$£€#])'?([1-9]0|1[1-9]\d0|20\d0)'?s(?!\w)", _decade, text)
+    text = re.sub(r"(?<![\w.,$£€#:/])(1[1-9]\d\d)(?![\w%°:/,]|\.\d)", lambda m: f" {year_words(int(m.group(1)))} ", text)
+    text = re.sub(rf"(\d+(?:[.,]\d+)*)({_GLUED_UNIT})(?![\w/])", lambda m: f"{m.group(1)} {_unit_words(m.group(2), m.group(1))}", text, flags=re.IGNORECASE)
+    text = re.sub(rf"(?<![\w/])({_UNIT})(?![\w/])", lambda m: _unit_words(m.group(1), None), text, flags=re.IGNORECASE)
+    text = re.sub(r"(\d+)¢", lambda m: f"{m.group(1)} cent{'' if m.group(1) == '1' else 's'}", text)
+    return re.sub(rf"(?<=\w)\.({_DOMAINS})(?!\w)", r" dot \1", text, flags=re.IGNORECASE)
