@@ -493,6 +493,26 @@ def test_one_word_commands_hear_one_other_word_alone() -> None:
     assert paired.count(1) / len(paired) < 0.15 and 0.45 < paired.count(2) / len(paired) < 0.7
 
 
+def test_words_training_never_says_are_warned_of_before_synthesis(tmp_path: Path) -> None:
+    """A slot of 40 songs in 12 utterances: most songs are never said, which the user hears before the
+    corpus is rendered, with the slot they are in; a corpus that says every word hears nothing."""
+    from seqx.data.coverage import unheard_words
+    from seqx.report import Collect
+
+    songs = [f"song{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(40)]
+    grammar = tmp_path / "g.yaml"
+    grammar.write_text(f"intents:\n  play: ['play {{song}}', stop]\nslots:\n  song: [{', '.join(songs)}]\n")
+    reporter = Collect()
+    report = run_data_stage(_recipe(tmp_path, "data.size=12", f"data.synth.grammar={grammar}"), reporter)
+    said = {w for u in read_manifest(Path(report.out_dir) / "train.jsonl") for w in u.text.split()}
+    missing = sorted(set(songs) - said)
+    assert len(missing) > 25  # about 10 training utterances, half of them "stop"
+    [warning] = [w for w in reporter.warnings if "never said in training" in w]
+    assert warning.startswith(f"data.synth: {len(missing)} of the grammar's 42 words are never said in training")
+    assert f"slot song: {len(missing)} of its 40 values" in warning and "raise data.size (now 12)" in warning
+    assert unheard_words(corpus_grammar(_recipe(tmp_path, f"data.synth.grammar={grammar}").data), songs) == ["play", "stop"]
+
+
 def test_a_sentence_two_intents_say_is_warned_of_before_synthesis(tmp_path: Path) -> None:
     """The user who never runs `seqx grammar --show` hears it from `seqx train`: the timer's "stop" is
     parsed as media's, so the timer intent never answers it."""

@@ -503,10 +503,11 @@ def test_phrase_list(tmp_path: Path) -> None:
     with pytest.raises(GrammarError, match=rf"^{path}:2: unbalanced"):
         grammar_from_file(path)
     # copied from notes: list marks are not said ("1." was "one" before the command), and "Lights on."
-    # beside "lights on" is one word said twice, not two words said alike
-    path.write_text("- lights on\n* Lights on.\n1. play music\n2) stop\n\u2022 pause\n3 blind mice\n")
+    # beside "lights on" is one command written twice: one template, not two drawn twice as often
+    path.write_text("- lights on\n* Lights on.\n1. play music\n2) stop\n\u2022 pause\n3 blind mice\nstop\n")
     grammar = grammar_from_file(path)
-    assert enumerate_sentences(grammar) == {"lights on", "Lights on.", "play music", "stop", "pause", "3 blind mice"}
+    assert enumerate_sentences(grammar) == {"lights on", "play music", "stop", "pause", "3 blind mice"}
+    assert [t.text for t in grammar.templates] == ["lights on", "play music", "stop", "pause", "3 blind mice"]
     from seqx.grammar.summary import sound_alike_choices
 
     assert sound_alike_choices(grammar) == []

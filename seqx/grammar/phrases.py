@@ -19,16 +19,24 @@ from seqx.grammar.syntax import parse_template, slot_refs
 # a list copied from notes or a README: "- turn on the light", "* stop", "1. play music", "2) pause";
 # left in, "1." was said "one" before every command of the list and "-" or "*" failed to parse
 _LIST_MARK = re.compile(r"^\s*(?:[-*\u2022]|\d{1,3}[.)])\s+")
+# what a line says, for finding one said twice: case and sentence punctuation are not said
+_NOT_SAID = re.compile(r"[.,!?;:\"]")
+
+
+def _said(phrase: str) -> str:
+    return " ".join(_NOT_SAID.sub(" ", phrase.lower()).split())
 
 
 def phrases_to_grammar(text: str, source: str = "<phrases>", intent: str | None = None) -> Grammar:
     name = "phrases" if source.startswith("<") else Path(source).stem
     intent = intent or name
     templates = []
+    seen: set[str] = set()
     for number, line in enumerate(text.splitlines(), 1):
         phrase = _LIST_MARK.sub("", line.split("#", 1)[0]).strip()
-        if not phrase:
-            continue
+        if not phrase or _said(phrase) in seen:
+            continue  # "Turn on the lights." after "turn on the lights" would be drawn twice as often
+        seen.add(_said(phrase))
         expr = parse_template(phrase, f"{source}:{number}")
         if slot_refs(expr):
             raise GrammarError(f"{source}:{number}: a phrase list has no slots, got '{{{slot_refs(expr)[0]}}}'")
