@@ -609,8 +609,11 @@ def run_set(hs: HumanSet, args: argparse.Namespace) -> SetResult:
             result.oog_false_accepts[label] = sum(bool(r.text) for r in synthetic) / max(1, len(oog))
             result.human_oog_answered[label] = [sum(bool(r.text) for r in human), len(people)]
     if not args.skip_pocketsphinx:
-        jsgf = hs.jsgf_file.read_text() if hs.jsgf_file else grammar_to_jsgf(set_grammar)
-        words = set_grammar.vocabulary()
+        # the grammar's words as said ("7:05 AM" is "seven oh five a m"): PocketSphinx's dictionary has
+        # no "7:05"; every set before asterisk-alarms writes the same JSGF either way
+        said = set_grammar.spoken(lambda text: normalize_text(text, recipe.tokenizer))
+        jsgf = hs.jsgf_file.read_text() if hs.jsgf_file else grammar_to_jsgf(said)
+        words = said.vocabulary()
         hyps, _ = run_pocketsphinx(pocketsphinx_decoder(jsgf, words), paths + oog + people)
         systems["PocketSphinx + JSGF"] = [normalize_text(h, recipe.tokenizer) for h in hyps[: len(paths)]]
         if oog:

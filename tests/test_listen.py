@@ -347,6 +347,25 @@ def test_pcm_from_a_trickling_pipe_is_the_same_audio(stream) -> None:
     assert streamed.size == whole.size and np.allclose(streamed, whole, atol=1e-4)
 
 
+def test_stereo_pcm_is_mixed_to_the_same_commands(stream) -> None:
+    """A USB microphone that records stereo only (`arecord -c 2`): with --channels 2 its interleaved
+    frames are mixed to mono, a frame split across reads included; read as mono they were noise at
+    twice the rate."""
+    from seqx.listen.sources import pcm_blocks
+
+    wave, truth = stream
+    left = (np.clip(wave, -1, 32767 / 32768) * 32768).astype("<i2")
+    right = (left // 3).astype("<i2")
+    frames = np.stack([left, right], axis=1)
+    got = np.concatenate(list(pcm_blocks(_Trickle(frames.tobytes(), (3, 5, 1024, 333)), rate=R, channels=2)))
+    assert np.allclose(got, (left.astype(np.float32) + right) / 2 / 32768)
+    mono = _cli("--segments", "--json", "-", stdin=left.tobytes())
+    stereo = _cli("--segments", "--json", "--channels", "2", "-", stdin=frames.tobytes())
+    spans = [[(r["start"], r["end"]) for r in map(json.loads, run.stdout.decode().splitlines())] for run in (mono, stereo)]
+    assert stereo.returncode == 0 and len(spans[1]) == len(spans[0]) == len(truth), stereo.stderr
+    assert all(abs(a[0] - b[0]) <= 0.1 and abs(a[1] - b[1]) <= 0.2 for a, b in zip(*spans)), spans
+
+
 def test_a_clipping_input_is_told_once_and_a_clean_one_never(stream, tmp_path: Path) -> None:
     """A microphone whose gain is too high (the commands driven 6 dB into full scale): `seqx listen`
     says so once, from raw PCM at 48 kHz (counted before the resampler) as from a file; the same

@@ -44,6 +44,12 @@ def listen(
                      help="Sample rate of PCM on stdin, or to open the microphone at (one that refuses 16000 is "
                           "opened at its own rate); resampled to 16000."),
     ] = 16000,
+    channels: Annotated[
+        int,
+        typer.Option("--channels", min=1, max=32,
+                     help="Channels interleaved in PCM on stdin (arecord -c 2), or to open the microphone with; "
+                          "mixed to mono."),
+    ] = 1,
     realtime: Annotated[bool, typer.Option("--realtime", help="Play a file at the speed of a live input.")] = False,
     mic: Annotated[
         Optional[str], typer.Option("--mic", help="Input device name or number (default: the system's).")
@@ -80,7 +86,8 @@ def listen(
     if note:
         print_warning(note)
     device: str | int | None = int(mic) if mic is not None and mic.isdigit() else mic
-    source = open_source(input_, rate=rate, realtime=realtime, device=device, on_clipping=print_warning)
+    source = open_source(input_, rate=rate, realtime=realtime, device=device, on_clipping=print_warning,
+                         channels=channels)
     if input_ == "mic":
         console.print("listening (Ctrl-C stops)", highlight=False)
     events = run_session(source, vad, settings.listen, decode)

@@ -58,7 +58,7 @@ class ClipWatch:
 
 def microphone_blocks(
     device: str | int | None = None, block: int = BLOCK, rate: int = SAMPLE_RATE,
-    on_clipping: Callable[[str], None] | None = None,
+    on_clipping: Callable[[str], None] | None = None, channels: int = 1,
 ) -> Iterator[np.ndarray]:
     """Blocks from a PortAudio input device (the default one when `device` is None), at 16 kHz.
 
@@ -67,6 +67,8 @@ def microphone_blocks(
     either way a rate other than 16 kHz goes through soxr's streaming resampler. PortAudio calls back
     on its own thread; a queue hands the blocks over. The stream opens on the first `next()` and
     closes when the iterator is closed (Ctrl-C included). `on_clipping`: told once if the input clips.
+    `channels`: opened with this many and mixed to mono; 1 (PortAudio's ALSA host gives a device that
+    records two or more its first channel: the one a microphone array's firmware beamforms into).
     """
     try:
         import sounddevice as sd
@@ -75,10 +77,10 @@ def microphone_blocks(
     blocks: queue.Queue[np.ndarray] = queue.Queue()
 
     def callback(indata: np.ndarray, frames: int, when: object, status: object) -> None:
-        blocks.put(indata[:, 0].copy())
+        blocks.put(indata.mean(axis=1, dtype=np.float32) if channels > 1 else indata[:, 0].copy())
 
     def opened(at: int) -> object:
-        return sd.InputStream(samplerate=at, channels=1, dtype="float32", blocksize=block * at // SAMPLE_RATE,
+        return sd.InputStream(samplerate=at, channels=channels, dtype="float32", blocksize=block * at // SAMPLE_RATE,
                               device=device, callback=callback)  # fmt: skip
 
     what = "the default input device" if device is None else f"input device {device!r}"
@@ -122,9 +124,10 @@ def _drain(stream: object, blocks: queue.Queue[np.ndarray], rate: int, watch: Cl
 
 def pcm_blocks(
     stream: BinaryIO | None = None, rate: int = SAMPLE_RATE, block: int = BLOCK,
-    on_clipping: Callable[[str], None] | None = None,
+    on_clipping: Callable[[str], None] | None = None, channels: int = 1,
 ) -> Iterator[np.ndarray]:
-    """Raw signed 16-bit little-endian mono PCM (what `arecord -f S16_LE -c 1` writes) at `rate`.
+    """Raw signed 16-bit little-endian PCM (what `arecord -f S16_LE -c 1` writes) at `rate`, `channels`
+    interleaved (a USB microphone that records stereo only: `arecord -c 2`) and mixed to mono.
 
     Read in small pieces so a live pipe is answered as soon as each block arrives; a rate
     other than 16 kHz goes through soxr's streaming resampler, which keeps its state between
@@ -133,15 +136,16 @@ def pcm_blocks(
     stream = stream if stream is not None else sys.stdin.buffer
     watch = None if on_clipping is None else ClipWatch(rate, on_clipping)
     resampler = soxr.ResampleStream(rate, SAMPLE_RATE, 1, dtype="float32") if rate != SAMPLE_RATE else None
-    want = block * 2 * max(1, round(rate / SAMPLE_RATE))
+    want = block * 2 * channels * max(1, round(rate / SAMPLE_RATE))
     carry = b""
     while True:
         data = stream.read1(want) if hasattr(stream, "read1") else stream.read(want)
         last = not data
-        data, carry = _whole_samples(carry + data)
-        samples = np.frombuffer(data, dtype="<i2").astype(np.float32) / 32768.0
+        data, carry = _whole_frames(carry + data, channels)
+        frames = np.frombuffer(data, dtype="<i2").astype(np.float32).reshape(-1, channels) / 32768.0
         if watch is not None:
-            watch.feed(samples)
+            watch.feed(frames.reshape(-1))  # a channel that clips is heard before the mix hides it
+        samples = frames.mean(axis=1) if channels > 1 else frames[:, 0]
         if resampler is not None:
             samples = resampler.resample_chunk(samples, last=last)
         if samples.size:
@@ -150,9 +154,9 @@ def pcm_blocks(
             return
 
 
-def _whole_samples(data: bytes) -> tuple[bytes, bytes]:
-    """An odd byte waits for its partner in the next read."""
-    cut = len(data) - len(data) % 2
+def _whole_frames(data: bytes, channels: int = 1) -> tuple[bytes, bytes]:
+    """A frame's first bytes wait for the rest of it in the next read."""
+    cut = len(data) - len(data) % (2 * channels)
     return data[:cut], data[cut:]
 
 
@@ -175,14 +179,14 @@ def file_blocks(
 
 def open_source(
     spec: str, rate: int = SAMPLE_RATE, realtime: bool = False, device: str | int | None = None,
-    on_clipping: Callable[[str], None] | None = None,
+    on_clipping: Callable[[str], None] | None = None, channels: int = 1,
 ) -> Iterator[np.ndarray]:
-    """`mic` (the microphone), `-` (raw PCM on stdin at `rate`) or a file path; `on_clipping` is told
-    once, with a line to show, when the input clips."""
+    """`mic` (the microphone), `-` (raw PCM on stdin at `rate`, `channels` interleaved) or a file path
+    (mixed to mono as it is read); `on_clipping` is told once, with a line to show, when the input clips."""
     if spec == "mic":
-        return microphone_blocks(device, rate=rate, on_clipping=on_clipping)
+        return microphone_blocks(device, rate=rate, on_clipping=on_clipping, channels=channels)
     if spec == "-":
-        return pcm_blocks(sys.stdin.buffer, rate, on_clipping=on_clipping)
+        return pcm_blocks(sys.stdin.buffer, rate, on_clipping=on_clipping, channels=channels)
     return file_blocks(spec, realtime=realtime, on_clipping=on_clipping)
 
 
