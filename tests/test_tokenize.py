@@ -72,7 +72,9 @@ def test_normalize_text_settings() -> None:
      ("30 mph", "thirty miles per hour"), ("100km/h", "one hundred kilometers per hour"), ("3 hrs", "three hours"),
      ("20min", "twenty minutes"), ("20 min", "twenty min"), ("6ft", "six feet"), ("call HR", "call HR"),
      ("the wizard of oz", "the wizard of oz"), ("12oz can", "twelve ounces can"), ("99¢", "ninety nine cents"),
-     ("open x.com", "open x dot com")],
+     ("open x.com", "open x dot com"), ('a 12" pizza', "a twelve inch pizza"), ('say "7"', 'say " seven "'),
+     ("1½ cups", "one and a half cups"), ("¾ full", "three quarters full"), ("burger w/ cheese", "burger with cheese"),
+     ("w/o onions", "without onions"), ("10pc nuggets", "ten piece nuggets")],
 )  # fmt: skip
 def test_numbers_and_their_symbols_are_spelled_as_said(written: str, said: str) -> None:
     """One spelling for what engines are told and what the transcript says: espeak-ng reads "$5" as

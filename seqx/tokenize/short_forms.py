@@ -1,4 +1,5 @@
-"""Short forms a grammar writes and a person says long: "7 AM", "20km", "the 80s", "1985", "99¢", "x.com".
+"""Short forms a grammar writes and a person says long: "7 AM", "20km", "the 80s", "1985", "99¢", "x.com",
+and a menu's: "1½", a 12" pizza, "w/ cheese", "10pc".
 
 Engines left to themselves say them otherwise than people do, and unlike each other: flite drops "AM"
 after a number altogether ("seven AM" is "seven"), espeak-ng says "am" as the verb, "5 km" as "five
@@ -29,8 +30,13 @@ _UNITS = {
 }  # fmt: skip
 # ... and these only right after digits ("20min", "6ft"), since alone they are words or names: "min"
 # (minimum), "sec" ("wait a sec"), "hr" ("call HR"), "ft" ("feat."), "oz" (the Wizard of Oz), "mm"
-_GLUED_UNITS = {"min": "minute", "sec": "second", "hr": "hour", "ft": "foot", "oz": "ounce", "mm": "millimeter"}
+_GLUED_UNITS = {"min": "minute", "sec": "second", "hr": "hour", "ft": "foot", "oz": "ounce", "mm": "millimeter",
+                "pc": "piece", "pcs": "pieces"}  # fmt: skip
 _PLURALS = {"foot": "feet"}
+_AS_NAMED = {"pc", "pcs"}  # a menu's "10pc nuggets" is "ten piece nuggets": the name as it is, whatever the count
+# ½ and friends, as "1/2" is said (text.spell_out), and after a number as "and a half"
+_FRACTIONS = {"½": ("one half", "a half"), "⅓": ("one third", "a third"), "⅔": ("two thirds", "two thirds"),
+              "¼": ("one quarter", "a quarter"), "¾": ("three quarters", "three quarters")}  # fmt: skip
 _UNIT = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True))
 _GLUED_UNIT = "|".join(re.escape(u) for u in sorted([*_UNITS, *_GLUED_UNITS], key=len, reverse=True))
 _DOMAINS = "com|org|net|edu|gov|io|co|uk|us|ca|de|fr|ai|app|dev"
@@ -39,7 +45,7 @@ _DOMAINS = "com|org|net|edu|gov|io|co|uk|us|ca|de|fr|ai|app|dev"
 def _unit_words(unit: str, count: str | None) -> str:
     """The unit's name, plural unless it follows the number 1 ("1km" is one kilometer)."""
     name = _UNITS.get(unit.lower()) or _GLUED_UNITS[unit.lower()]
-    if count == "1" or name.endswith(("per hour", "hours")):
+    if count == "1" or unit.lower() in _AS_NAMED or name.endswith(("per hour", "hours")):
         return name
     return _PLURALS.get(name, name + "s")
 
@@ -66,8 +72,8 @@ def _decade(m: re.Match) -> str:
 
 
 def spell_short_forms(text: str) -> str:
-    """`text` with times of day, units, decades, years of 1100-1999, cents and web addresses as said;
-    its digits are left to `spell_out`."""
+    """`text` with times of day, units, decades, years of 1100-1999, cents, web addresses, fractions,
+    inches and "w/" as said; its digits are left to `spell_out`."""
     # 7 AM, 7:30pm, 7 a.m., PM: the letters' names; "am" alone stays the verb ("I am")
     text = re.sub(r"(?<=\d)([ap])\.?m\.?(?![\w.])", lambda m: f" {m.group(1).lower()} m ", text, flags=re.IGNORECASE)
     text = re.sub(r"(?<![\w.])(?:([AP])M|([ap])\.m\.|([AP])\.M\.|(p)m)(?![\w.])", lambda m: f" {next(g for g in m.groups() if g).lower()} m ", text)
@@ -77,4 +83,8 @@ def spell_short_forms(text: str) -> str:
     text = re.sub(rf"(\d+(?:[.,]\d+)*)({_GLUED_UNIT})(?![\w/])", lambda m: f"{m.group(1)} {_unit_words(m.group(2), m.group(1))}", text, flags=re.IGNORECASE)
     text = re.sub(rf"(?<![\w/])({_UNIT})(?![\w/])", lambda m: _unit_words(m.group(1), None), text, flags=re.IGNORECASE)
     text = re.sub(r"(\d+)¢", lambda m: f"{m.group(1)} cent{'' if m.group(1) == '1' else 's'}", text)
+    text = re.sub(r"(\d*)([½⅓⅔¼¾])", lambda m: f"{m.group(1)} and {_FRACTIONS[m.group(2)][1]} " if m.group(1) else f" {_FRACTIONS[m.group(2)][0]} ", text)
+    text = re.sub(r'(?<!["\w.])(\d+(?:\.\d+)?)"(?![\w"])', r"\1 inch", text)  # a 12" pizza; "7" is a quoted 7
+    text = re.sub(r"(?<![\w/])w/o(?![\w/])", "without", text, flags=re.IGNORECASE)  # a menu's "w/o onions"
+    text = re.sub(r"(?<![\w/])w/(?=\w|\s|$)", "with ", text, flags=re.IGNORECASE)  # "burger w/ cheese", "w/cheese"
     return re.sub(rf"(?<=\w)\.({_DOMAINS})(?!\w)", r" dot \1", text, flags=re.IGNORECASE)
