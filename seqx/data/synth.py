@@ -26,7 +26,7 @@ import soundfile as sf
 import soxr
 
 from seqx.data import augment, engines
-from seqx.data.coverage import unheard_warning
+from seqx.data.coverage import seldom_warning
 from seqx.data.manifest import CLIPPED_SUFFIX, TIGHT_SUFFIX, Utterance
 from seqx.data.noise import NOISE_KINDS, draw_noise, mix_at_snr
 from seqx.data.voices import all_voices, distinct_voices, split_voices, voice_name
@@ -625,7 +625,7 @@ def synthesize(
     """Render the planned corpus under out_dir/audio/SPLIT/; returns manifests, held-out commands, skipped."""
     workers = settings.workers or os.cpu_count() or 1
     plans, heldout, voices, dropped = corpus_plans(settings, workers)
-    warning = unheard_warning(corpus_grammar(settings), (p.says for p in plans if p.split == "train"), settings.size)
+    warning = seldom_warning(corpus_grammar(settings), (p.text for p in plans if p.split == "train"), settings.size)
     if warning:
         reporter.warn(f"data.synth: {warning}")
     if dropped:
