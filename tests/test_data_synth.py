@@ -532,4 +532,4 @@ def test_a_sentence_two_intents_say_is_warned_of_before_synthesis(tmp_path: Path
     grammar.write_text("intents:\n  alarm: ['wake me at {hour} am', stop]\nslots:\n  hour: ['6', '7']\n")
     reporter = Collect()
     run_data_stage(_recipe(tmp_path, "data.size=12", f"data.synth.grammar={grammar}"), reporter)
-    assert any("'am' is said the verb" in w for w in reporter.warnings[:1])  # before synthesis, as the above
+    assert any("'am' is said as the verb" in w for w in reporter.warnings[:1])  # before synthesis, as the above

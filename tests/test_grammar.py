@@ -655,7 +655,7 @@ def test_show_warns_of_short_forms_said_as_written(tmp_path: Path) -> None:
 
     alarm = Grammar.build({"alarm": ["wake me at {hour} am", "set a timer for {n} min"]}, {"hour": ["6", "7"], "n": ["5"]})
     assert summarize(alarm).short_forms == [
-        "'am' is said the verb, as in \"I am\"; for the time of day write \"AM\" or \"a.m.\"",
+        "'am' is said as the verb, as in \"I am\"; for the time of day write \"AM\" or \"a.m.\"",
         "'min' is said as written; for minutes write \"minutes\""]  # fmt: skip
     fixed = Grammar.build({"alarm": ["wake me at {hour} AM", "set a timer for {n} minutes"], "me": ["I am home"]},
                           {"hour": ["6", "7"], "n": ["5"]})

@@ -106,7 +106,7 @@ def shared_sentences(grammar: Grammar) -> list[tuple[str, str, str]]:
 
 # words said as written where they stand alone, since alone they may be another word (short_forms.py)
 _SAID_AS_WRITTEN = {
-    "am": 'the verb, as in "I am"; for the time of day write "AM" or "a.m."',
+    "am": 'as the verb, as in "I am"; for the time of day write "AM" or "a.m."',
     "min": 'as written; for minutes write "minutes"',
     "sec": 'as written; for seconds write "seconds"',
     "hr": 'as written; for hours write "hours"',

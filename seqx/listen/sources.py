@@ -67,8 +67,8 @@ def microphone_blocks(
     either way a rate other than 16 kHz goes through soxr's streaming resampler. PortAudio calls back
     on its own thread; a queue hands the blocks over. The stream opens on the first `next()` and
     closes when the iterator is closed (Ctrl-C included). `on_clipping`: told once if the input clips.
-    `channels`: opened with this many and mixed to mono; 1 (PortAudio's ALSA host gives a device that
-    records two or more its first channel: the one a microphone array's firmware beamforms into).
+    `channels`: how many to open, mixed to mono. With 1, PortAudio's ALSA host gives a device that
+    records two or more only its first channel, which a microphone array's firmware beamforms into.
     """
     try:
         import sounddevice as sd
