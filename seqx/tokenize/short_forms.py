@@ -71,19 +71,35 @@ def _decade(m: re.Match) -> str:
     return " " + " ".join([*head, last]) + " "
 
 
+def _half_day(m: re.Match) -> str:
+    """ "AM", "a.m.", "pm" -> " a m ": the letters' names."""
+    return f" {next(g for g in m.groups() if g).lower()} m "
+
+
+def _glued_unit(m: re.Match) -> str:
+    return f"{m.group(1)} {_unit_words(m.group(2), m.group(1))}"
+
+
+def _fraction(m: re.Match) -> str:
+    """ "½" -> "one half", "1½" -> "1 and a half"."""
+    whole, (alone, after) = m.group(1), _FRACTIONS[m.group(2)]
+    return f"{whole} and {after} " if whole else f" {alone} "
+
+
 def spell_short_forms(text: str) -> str:
     """`text` with times of day, units, decades, years of 1100-1999, cents, web addresses, fractions,
     inches and "w/" as said; its digits are left to `spell_out`."""
-    # 7 AM, 7:30pm, 7 a.m., PM: the letters' names; "am" alone stays the verb ("I am")
-    text = re.sub(r"(?<=\d)([ap])\.?m\.?(?![\w.])", lambda m: f" {m.group(1).lower()} m ", text, flags=re.IGNORECASE)
-    text = re.sub(r"(?<![\w.])(?:([AP])M|([ap])\.m\.|([AP])\.M\.|(p)m)(?![\w.])", lambda m: f" {next(g for g in m.groups() if g).lower()} m ", text)
+    # 7am, 7:30pm, 7 AM, 7 a.m., PM: the letters' names; "am" alone stays the verb ("I am")
+    text = re.sub(r"(?<=\d)([ap])\.?m\.?(?![\w.])", _half_day, text, flags=re.IGNORECASE)
+    text = re.sub(r"(?<![\w.])(?:([AP])M|([ap])\.m\.|([AP])\.M\.|(p)m)(?![\w.])", _half_day, text)
     text = re.sub(r"(?<=\d)-(?=\d)", " to ", text)  # 1985-1990 (said before the years become words)
     text = re.sub(r"(?<![\w'.,$£€#])'?([1-9]0|1[1-9]\d0|20\d0)'?s(?!\w)", _decade, text)
-    text = re.sub(r"(?<![\w.,$£€#:/])(1[1-9]\d\d)(?![\w%°:/,]|\.\d)", lambda m: f" {year_words(int(m.group(1)))} ", text)
-    text = re.sub(rf"(\d+(?:[.,]\d+)*)({_GLUED_UNIT})(?![\w/])", lambda m: f"{m.group(1)} {_unit_words(m.group(2), m.group(1))}", text, flags=re.IGNORECASE)
+    year = r"(?<![\w.,$£€#:/])(1[1-9]\d\d)(?![\w%°:/,]|\.\d)"  # not money, a decimal, a time or a 1,985
+    text = re.sub(year, lambda m: f" {year_words(int(m.group(1)))} ", text)
+    text = re.sub(rf"(\d+(?:[.,]\d+)*)({_GLUED_UNIT})(?![\w/])", _glued_unit, text, flags=re.IGNORECASE)
     text = re.sub(rf"(?<![\w/])({_UNIT})(?![\w/])", lambda m: _unit_words(m.group(1), None), text, flags=re.IGNORECASE)
     text = re.sub(r"(\d+)¢", lambda m: f"{m.group(1)} cent{'' if m.group(1) == '1' else 's'}", text)
-    text = re.sub(r"(\d*)([½⅓⅔¼¾])", lambda m: f"{m.group(1)} and {_FRACTIONS[m.group(2)][1]} " if m.group(1) else f" {_FRACTIONS[m.group(2)][0]} ", text)
+    text = re.sub(r"(\d*)([½⅓⅔¼¾])", _fraction, text)
     text = re.sub(r'(?<!["\w.])(\d+(?:\.\d+)?)"(?![\w"])', r"\1 inch", text)  # a 12" pizza; "7" is a quoted 7
     text = re.sub(r"(?<![\w/])w/o(?![\w/])", "without", text, flags=re.IGNORECASE)  # a menu's "w/o onions"
     text = re.sub(r"(?<![\w/])w/(?=\w|\s|$)", "with ", text, flags=re.IGNORECASE)  # "burger w/ cheese", "w/cheese"
