@@ -4,8 +4,9 @@ Sentences are drawn, never listed, so a slot of 1,000 songs in a corpus of a few
 leaves many songs said once or not at all, and a word the model seldom heard is seldom understood:
 with one model, commands right were 0 of 40 for words never in training, 2 of 80 for words in one or
 two utterances, 16 of 80 for three to five and 29 of 80 for six or more (docs/benchmarks.md "Words
-training seldom says"). Counted on the plans' transcripts (a negative's words are heard but never
-written), before synthesis: the user can raise `data.size` without waiting for a corpus too small.
+training seldom says"). Counted on the plans' transcripts (a command cut off at its start is heard but
+not written; out-of-grammar strings of the grammar's words are written), before synthesis: the user
+can raise `data.size` without waiting for a corpus too small.
 """
 
 from __future__ import annotations
