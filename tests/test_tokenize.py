@@ -74,7 +74,8 @@ def test_normalize_text_settings() -> None:
      ("the wizard of oz", "the wizard of oz"), ("12oz can", "twelve ounces can"), ("99¢", "ninety nine cents"),
      ("open x.com", "open x dot com"), ('a 12" pizza', "a twelve inch pizza"), ('say "7"', 'say " seven "'),
      ("1½ cups", "one and a half cups"), ("¾ full", "three quarters full"), ("burger w/ cheese", "burger with cheese"),
-     ("w/o onions", "without onions"), ("10pc nuggets", "ten piece nuggets")],
+     ("w/o onions", "without onions"), ("10pc nuggets", "ten piece nuggets"),
+     ("2L Pepsi", "two liters Pepsi"), ("L train", "L train")],
 )  # fmt: skip
 def test_numbers_and_their_symbols_are_spelled_as_said(written: str, said: str) -> None:
     """One spelling for what engines are told and what the transcript says: espeak-ng reads "$5" as

@@ -31,7 +31,7 @@ _UNITS = {
 # ... and these only right after digits ("20min", "6ft"), since alone they are words or names: "min"
 # (minimum), "sec" ("wait a sec"), "hr" ("call HR"), "ft" ("feat."), "oz" (the Wizard of Oz), "mm"
 _GLUED_UNITS = {"min": "minute", "sec": "second", "hr": "hour", "ft": "foot", "oz": "ounce", "mm": "millimeter",
-                "pc": "piece", "pcs": "pieces"}  # fmt: skip
+                "pc": "piece", "pcs": "pieces", "l": "liter"}  # fmt: skip
 _PLURALS = {"foot": "feet"}
 _AS_NAMED = {"pc", "pcs"}  # a menu's "10pc nuggets" is "ten piece nuggets": the name as it is, whatever the count
 # ½ and friends, as "1/2" is said (text.spell_out), and after a number as "and a half"
