@@ -120,6 +120,17 @@ def test_short_forms_are_told_long_and_flite_says_the_am_it_dropped() -> None:
     assert engines.text_changes(["at", "7"]) == engines.TOLD_NUMBERS
 
 
+def test_a_brands_first_letter_is_told_apart() -> None:
+    """flite and festival read "iTunes" as "it-unes" and "eBay" as "eh-bay"; told "i Tunes" and "e Bay"
+    they say the letter, as espeak-ng and a person do. Words that merely start small are left alone."""
+    assert engines.prefix_letters("open iTunes, eBay and the iCloud") == "open i Tunes, e Bay and the i Cloud"
+    for left in ("iphone", "YouTube", "PlayStation", "McDonald's", "it's", "I am", "e-mail", "x"):
+        assert engines.prefix_letters(left) == left
+    voice = engines.engine("espeak-ng").voices()[0]
+    assert engines.told("open iTunes", voice).endswith("i Tunes")
+    assert engines.text_changes(["open", "iTunes"]) == engines.TOLD_PREFIX_LETTERS > engines.TOLD_SHORT_FORMS
+
+
 def test_a_verb_is_told_as_a_verb_where_a_commands_verb_stands_and_nowhere_else() -> None:
     cloze = verbs.spelled_verb
     assert verbs.told_as_verbs("close the terminal", cloze) == "cloze the terminal"

@@ -660,7 +660,14 @@ def letter_names(text: str) -> str:
     return verbs.spliced(text, letters)
 
 
-TOLD_LETTERS, TOLD_VERBS, TOLD_NUMBERS, TOLD_SHORT_FORMS = 2, 3, 4, 5  # the corpus key's engine_text: since when
+def prefix_letters(text: str) -> str:
+    """`text` with a brand's lowercase first letter told apart ("iTunes" -> "i Tunes", "eBay" -> "e Bay"):
+    flite, and festival with it, read "iTunes" as "it-unes", "eBay" as "eh-bay", "iCloud" as "ick-loud",
+    where espeak-ng and a person say the letter. The transcript never changes, only what the engine is told."""
+    return re.sub(r"(?<![\w'])([a-z])(?=[A-Z][a-z])", r"\1 ", text)
+
+
+TOLD_LETTERS, TOLD_VERBS, TOLD_NUMBERS, TOLD_SHORT_FORMS, TOLD_PREFIX_LETTERS = 2, 3, 4, 5, 6  # engine_text: since when
 
 
 def text_changes(words: list[str]) -> int:
@@ -669,7 +676,10 @@ def text_changes(words: list[str]) -> int:
     "5km", "80s", "1985", "99¢") where one holds a short form said long, else TOLD_NUMBERS (text.spell_out) where
     one holds a digit or a symbol said as words ("$5", "21st", "I’d"), else TOLD_VERBS (2026-12-01,
     verbs.told_as_verbs) where one is a verb of verbs.IMPERATIVES (a grammar's strings out of it may
-    start with it), else TOLD_LETTERS where one is the letter "a" (letter_names, the same day)."""
+    start with it), else TOLD_LETTERS where one is the letter "a" (letter_names, the same day).
+    TOLD_PREFIX_LETTERS (2026-12-02, prefix_letters) before all: "iTunes", "eBay"."""
+    if any(prefix_letters(w) != w for w in words):
+        return TOLD_PREFIX_LETTERS
     if any(spell_short_forms(w) != w for w in words):
         return TOLD_SHORT_FORMS
     if any(spell_out(w) != w for w in words):
@@ -681,10 +691,12 @@ def text_changes(words: list[str]) -> int:
 
 def told(text: str, voice: Voice) -> str:
     """What `voice`'s engine is told to say `text`: numbers as the words the transcript has for them
-    (engines read "$5" and "1/2" each their own way), the letter A by its name, a command's verb as a verb."""
+    (engines read "$5" and "1/2" each their own way), the letter A by its name, a brand's first letter
+    apart ("i Tunes"), a command's verb as a verb."""
     eng = engine(voice.engine)
     verb = getattr(eng, "verb", None)
-    return verbs.told_as_verbs(letter_names(spell_out(text)), (lambda w: verb(w, voice)) if verb else verbs.spelled_verb)
+    said = letter_names(prefix_letters(spell_out(text)))
+    return verbs.told_as_verbs(said, (lambda w: verb(w, voice)) if verb else verbs.spelled_verb)
 
 
 def speak(text: str, voice: Voice, how: Delivery) -> tuple[np.ndarray, int]:
