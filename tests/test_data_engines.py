@@ -121,7 +121,7 @@ def test_short_forms_are_told_long_and_flite_says_the_am_it_dropped() -> None:
 
 
 def test_a_brands_first_letter_is_told_apart() -> None:
-    """flite and festival read "iTunes" as "it-unes" and "eBay" as "eh-bay"; told "i Tunes" and "e Bay"
+    """flite reads "iTunes" as "it-unes" and "eBay" as "eh-bay" (festival the latter); told "i Tunes" and "e Bay"
     they say the letter, as espeak-ng and a person do. Words that merely start small are left alone."""
     assert engines.prefix_letters("open iTunes, eBay and the iCloud") == "open i Tunes, e Bay and the i Cloud"
     for left in ("iphone", "YouTube", "PlayStation", "McDonald's", "it's", "I am", "e-mail", "x"):

@@ -662,8 +662,8 @@ def letter_names(text: str) -> str:
 
 def prefix_letters(text: str) -> str:
     """`text` with a brand's lowercase first letter told apart ("iTunes" -> "i Tunes", "eBay" -> "e Bay"):
-    flite, and festival with it, read "iTunes" as "it-unes", "eBay" as "eh-bay", "iCloud" as "ick-loud",
-    where espeak-ng and a person say the letter. The transcript never changes, only what the engine is told."""
+    flite reads "iTunes" as "it-unes", "eBay" as "eh-bay", "iCloud" as "ick-loud", festival the last two
+    so, where espeak-ng and a person say the letter. The transcript never changes, only what the engine is told."""
     return re.sub(r"(?<![\w'])([a-z])(?=[A-Z][a-z])", r"\1 ", text)
 
 
