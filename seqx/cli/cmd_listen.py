@@ -45,7 +45,7 @@ def listen(
                           "opened at its own rate); resampled to 16000."),
     ] = 16000,
     channels: Annotated[
-        int, typer.Option("--channels", min=1, max=32, help="Channels of stdin PCM (arecord -c 2) or of the mic; mixed.")
+        int, typer.Option("--channels", min=1, max=32, help="Channels of stdin PCM (arecord -c 2) or the mic; mixed.")
     ] = 1,
     realtime: Annotated[bool, typer.Option("--realtime", help="Play a file at the speed of a live input.")] = False,
     mic: Annotated[
