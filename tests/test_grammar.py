@@ -650,7 +650,7 @@ def test_show_warns_of_a_sentence_two_intents_say() -> None:
 
 def test_show_warns_of_short_forms_said_as_written(tmp_path: Path) -> None:
     """ "wake me at {hour} am" teaches the verb "am" for a person's "A M", "{n} min" the word "min" for
-    "minutes": `grammar --show` says what to write; "AM" is told as letters, "I am" is the verb."""
+    "minutes": `grammar --show` says what to write; "AM" is said long, "I am" is the verb."""
     from seqx.grammar.summary import summarize
 
     alarm = Grammar.build({"alarm": ["wake me at {hour} am", "set a timer for {n} min"]}, {"hour": ["6", "7"], "n": ["5"]})
@@ -660,7 +660,7 @@ def test_show_warns_of_short_forms_said_as_written(tmp_path: Path) -> None:
     fixed = Grammar.build({"alarm": ["wake me at {hour} AM", "set a timer for {n} minutes"], "me": ["I am home"]},
                           {"hour": ["6", "7"], "n": ["5"]})
     assert summarize(fixed).short_forms == []
-    assert fixed.spoken(lambda t: normalize_text(t, TokenizerSettings())).parse("wake me at seven am").slots == {"hour": "7"}
+    assert fixed.spoken(lambda t: normalize_text(t, TokenizerSettings())).parse("wake me at seven a m").slots == {"hour": "7"}
     path = tmp_path / "alarm.yaml"
     path.write_text("intents:\n  alarm: ['wake me at {hour} am']\nslots:\n  hour: ['6', '7']\n")
     result = CliRunner().invoke(_app(), ["grammar", str(path), "--show"])

@@ -660,17 +660,6 @@ def letter_names(text: str) -> str:
     return verbs.spliced(text, letters)
 
 
-def half_day_letters(text: str) -> str:
-    """`text` with a time of day's "AM" / "PM" told as the letters' names ("7am", "7 a.m.", "7 AM", "pm"
-    -> "A M", "P M"): flite said "seven AM" as "seven", nothing for the AM, and espeak-ng a lowercase
-    "am" as the verb; a person says the letters. The transcript keeps "am" / "pm". A lowercase "am"
-    alone is left the verb, and so is "AM" beside "I" ("I AM HERE", "AM I LATE": capitals)."""
-    text = re.sub(r"(?<=\d)([ap])\.?m\.?(?![\w.])", lambda m: f" {m.group(1).upper()} M ", text, flags=re.IGNORECASE)
-    text = re.sub(r"(?<![\w.])([ap])\.m\.(?![\w.])", lambda m: f"{m.group(1).upper()} M", text, flags=re.IGNORECASE)
-    text = re.sub(r"(?<![\w.])(?<!\bI )AM(?![\w.])(?! I\b)", "A M", text)
-    return re.sub(r"(?<![\w.])(?:PM|pm)(?![\w.])", "P M", text)
-
-
 def prefix_letters(text: str) -> str:
     """`text` with a brand's lowercase first letter told apart ("iTunes" -> "i Tunes", "eBay" -> "e Bay"):
     flite reads "iTunes" as "it-unes", "eBay" as "eh-bay", "iCloud" as "ick-loud", festival the last two
@@ -691,7 +680,7 @@ def text_changes(words: list[str]) -> int:
     TOLD_PREFIX_LETTERS (2026-12-02, prefix_letters) before all: "iTunes", "eBay"."""
     if any(prefix_letters(w) != w for w in words):
         return TOLD_PREFIX_LETTERS
-    if any(spell_short_forms(w) != w or half_day_letters(w) != w for w in words):
+    if any(spell_short_forms(w) != w for w in words):
         return TOLD_SHORT_FORMS
     if any(spell_out(w) != w for w in words):
         return TOLD_NUMBERS
@@ -702,11 +691,11 @@ def text_changes(words: list[str]) -> int:
 
 def told(text: str, voice: Voice) -> str:
     """What `voice`'s engine is told to say `text`: numbers as the words the transcript has for them
-    (engines read "$5" and "1/2" each their own way), "AM" and "PM" as letters, the letter A by its
-    name, a brand's first letter apart ("i Tunes"), a command's verb as a verb."""
+    (engines read "$5" and "1/2" each their own way), the letter A by its name, a brand's first letter
+    apart ("i Tunes"), a command's verb as a verb."""
     eng = engine(voice.engine)
     verb = getattr(eng, "verb", None)
-    said = letter_names(prefix_letters(spell_out(half_day_letters(text))))
+    said = letter_names(prefix_letters(spell_out(text)))
     return verbs.told_as_verbs(said, (lambda w: verb(w, voice)) if verb else verbs.spelled_verb)
 
 

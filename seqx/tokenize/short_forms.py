@@ -1,19 +1,19 @@
 """Short forms a grammar writes and a person says long: "7 AM", "20km", "the 80s", "1985", "99¢", "x.com",
 and a menu's: "1½", a 12" pizza, "w/ cheese", "10pc".
 
-Engines left to themselves say them otherwise than people do, and unlike each other: espeak-ng says "5
-km" as "five kay em", "80s" as "eighty ess" and "1990" as "nineteen hundred and ninety". A model
-taught those sounds for those labels hears a person's "five kilometers", "the eighties" and "nineteen
+Engines left to themselves say them otherwise than people do, and unlike each other: flite drops "AM"
+after a number altogether ("seven AM" is "seven"), espeak-ng says "am" as the verb, "5 km" as "five
+kay em", "80s" as "eighty ess" and "1990" as "nineteen hundred and ninety". A model taught those
+sounds for those labels hears a person's "seven a m", "five kilometers", "the eighties" and "nineteen
 ninety" as something else. `spell_short_forms` writes them as said, before `text.spell_out` spells
-the digits, so engines and transcripts get the same words. Times of day are written "am" and "pm"
-here ("7am", "7 a.m."); what engines are told for them is `engines.half_day_letters` (flite said
-nothing at all for "AM"), since "AM" in a transcript in capitals ("I AM HERE") is the verb.
+the digits, so engines and transcripts get the same words.
 
 Like every rule of `spell_out`, each reads within one word, since a grammar's words are spelled one by
-one and must come out as its sentences do.
+one and must come out as its sentences do: a lowercase "am" after a number ("7 am") is the verb here
+(word by word nothing says it is a time), so a grammar writes "AM", "a.m." or "7am".
 
->>> spell_short_forms("wake me at 7am, play the 80s, 5km in 1985 for 99¢ at x.com")
-'wake me at 7 am , play the  eighties , 5 kilometers in  nineteen eighty five  for 99 cents at x dot com'
+>>> spell_short_forms("wake me at 7 AM, play the 80s, 5km in 1985 for 99¢ at x.com")
+'wake me at 7  a m , play the  eighties , 5 kilometers in  nineteen eighty five  for 99 cents at x dot com'
 """
 
 from __future__ import annotations
@@ -71,6 +71,11 @@ def _decade(m: re.Match) -> str:
     return " " + " ".join([*head, last]) + " "
 
 
+def _half_day(m: re.Match) -> str:
+    """ "AM", "a.m.", "pm" -> " a m ": the letters' names."""
+    return f" {next(g for g in m.groups() if g).lower()} m "
+
+
 def _glued_unit(m: re.Match) -> str:
     return f"{m.group(1)} {_unit_words(m.group(2), m.group(1))}"
 
@@ -84,10 +89,9 @@ def _fraction(m: re.Match) -> str:
 def spell_short_forms(text: str) -> str:
     """`text` with times of day, units, decades, years of 1100-1999, cents, web addresses, fractions,
     inches and "w/" as said; its digits are left to `spell_out`."""
-    # "7am", "7:30PM", "a.m." are written "am" and "pm", as "7 AM" and "7 pm" are: one spelling for the
-    # transcript (what engines are told for them is engines.half_day_letters)
-    text = re.sub(r"(?<=\d)([ap])\.?m\.?(?![\w.])", lambda m: f" {m.group(1).lower()}m ", text, flags=re.IGNORECASE)
-    text = re.sub(r"(?<![\w.])([ap])\.m\.(?![\w.])", lambda m: f"{m.group(1).lower()}m", text, flags=re.IGNORECASE)
+    # 7am, 7:30pm, 7 AM, 7 a.m., PM: the letters' names; "am" alone stays the verb ("I am")
+    text = re.sub(r"(?<=\d)([ap])\.?m\.?(?![\w.])", _half_day, text, flags=re.IGNORECASE)
+    text = re.sub(r"(?<![\w.])(?:([AP])M|([ap])\.m\.|([AP])\.M\.|(p)m)(?![\w.])", _half_day, text)
     text = re.sub(r"(?<=\d)-(?=\d)", " to ", text)  # 1985-1990 (said before the years become words)
     text = re.sub(r"(?<![\w'.,$£€#])'?([1-9]0|1[1-9]\d0|20\d0)'?s(?!\w)", _decade, text)
     year = r"(?<![\w.,$£€#:/])(1[1-9]\d\d)(?![\w%°:/,]|\.\d)"  # not money, a decimal, a time or a 1,985
