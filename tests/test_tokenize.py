@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,7 @@ def test_normalize_text_settings() -> None:
      # short forms (short_forms.py): said long, as a person says them, not as each engine guesses
      ("wake me at 7 AM", "wake me at seven a m"), ("7am", "seven a m"), ("7:30pm", "seven thirty p m"),
      ("6 p.m. sharp", "six p m sharp"), ("AM radio", "a m radio"), ("I am home", "I am home"),
+     ("I AM HOME", "I AM HOME"), ("AM I LATE", "AM I LATE"),
      ("play 80s hits", "play eighties hits"), ("the '90s", "the nineties"), ("the 1960s", "the nineteen sixties"),
      ("in 1985", "in nineteen eighty five"), ("since 1905", "since nineteen oh five"),
      ("1500 calories", "fifteen hundred calories"), ("1985-1990", "nineteen eighty five to nineteen ninety"),
@@ -84,8 +86,16 @@ def test_numbers_and_their_symbols_are_spelled_as_said(written: str, said: str) 
     normalized = normalize_text(written, TokenizerSettings())
     assert normalized == normalize_text(said, TokenizerSettings())
     assert spell_out(said) == said
-    # a grammar's words are normalized one by one (Grammar.spoken): they must come out as the sentence does
-    assert " ".join(normalize_text(w, TokenizerSettings()) for w in written.split()).split() == normalized.split()
+    # a grammar's words are normalized as they stand side by side (Grammar.spoken): they must come out as
+    # the sentence does, the words of a slot's value too
+    from seqx.grammar import Grammar
+
+    def said(g: Grammar) -> Grammar:
+        return g.spoken(lambda text: normalize_text(text, TokenizerSettings()))
+
+    assert said(Grammar.build({"x": ["{v}"]}, {"v": [written]})).parse(normalized), written
+    if not re.search(r"[()\[\]|<>]", written):
+        assert said(Grammar.build({"x": [written]})).parse(normalized), written
 
 
 def test_ordinal_words() -> None:

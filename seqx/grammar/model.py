@@ -20,6 +20,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
+from itertools import groupby
 from typing import Any
 
 import numpy as np
@@ -293,8 +294,10 @@ class Grammar:
     def spoken(self, normalize: Callable[[str], str]) -> Grammar:
         """The grammar with its words as the tokenizer normalizes them (`normalize`), which is how a
         decoded text spells them: a grammar of "TURN ON", "Coke" or "Mr. Smith" parses "turn on",
-        "coke" and "mr smith" (a word may become several, or none). Slot outputs stay as written.
-        Self when no word changes, which is most grammars."""
+        "coke" and "mr smith" (a word may become several, or none). Words side by side (a template's
+        run of words, a slot value) are spelled together, as the sentence they are part of is: "I AM"
+        is the verb, "{hour} AM" the time. Slot outputs stay as written. Self when no word changes,
+        which is most grammars."""
         said: dict[str, tuple[str, ...]] = {}
 
         def words(text: str) -> tuple[str, ...]:
@@ -302,21 +305,27 @@ class Grammar:
                 said[text] = tuple(normalize(text).split())
             return said[text]
 
+        def said_as(text: str) -> Expr | None:
+            new = words(text)
+            return None if not new else Word(new[0]) if len(new) == 1 else Seq(tuple(Word(w) for w in new))
+
         def respell(expr: Expr) -> Expr | None:
             if isinstance(expr, Word):
-                new = words(expr.text)
-                return None if not new else Word(new[0]) if len(new) == 1 else Seq(tuple(Word(w) for w in new))
+                return said_as(expr.text)
             if isinstance(expr, SlotRef):
                 return expr
             if isinstance(expr, Opt):
                 item = respell(expr.item)
                 return None if item is None else Opt(item)
-            if isinstance(expr, Seq):
-                return sequence_of([respell(e) for e in expr.items])
+            if isinstance(expr, Seq):  # words side by side are spelled together, as a sentence is ("I AM")
+                items: list[Expr | None] = []
+                for plain, run in groupby(expr.items, key=lambda e: isinstance(e, Word)):
+                    items += [said_as(" ".join(w.text for w in run))] if plain else [respell(e) for e in run]
+                return sequence_of(items)
             return choice_of([respell(e) for e in expr.options])  # an alternative said as nothing: optional
 
         slots = {
-            name: Slot(name, tuple(SlotValue(sum((words(w) for w in v.words), ()) or v.words, v.output) for v in slot.values))
+            name: Slot(name, tuple(SlotValue(words(" ".join(v.words)) or v.words, v.output) for v in slot.values))
             for name, slot in self.slots.items()
         }
         templates = []

@@ -8,9 +8,10 @@ sounds for those labels hears a person's "seven a m", "five kilometers", "the ei
 ninety" as something else. `spell_short_forms` writes them as said, before `text.spell_out` spells
 the digits, so engines and transcripts get the same words.
 
-Like every rule of `spell_out`, each reads within one word, since a grammar's words are spelled one by
-one and must come out as its sentences do: a lowercase "am" after a number ("7 am") is the verb here
-(word by word nothing says it is a time), so a grammar writes "AM", "a.m." or "7am".
+Like every rule of `spell_out`, each reads within the words a grammar writes side by side, since a
+grammar's words are spelled so (`Grammar.spoken`) and must come out as its sentences do: a lowercase
+"am" after a slot ("{hour} am") is the verb here (nothing in "am" says it is a time), so a grammar
+writes "AM", "a.m." or "7am"; "AM" beside "I" is the verb.
 
 >>> spell_short_forms("wake me at 7 AM, play the 80s, 5km in 1985 for 99¢ at x.com")
 'wake me at 7  a m , play the  eighties , 5 kilometers in  nineteen eighty five  for 99 cents at x dot com'
@@ -89,9 +90,10 @@ def _fraction(m: re.Match) -> str:
 def spell_short_forms(text: str) -> str:
     """`text` with times of day, units, decades, years of 1100-1999, cents, web addresses, fractions,
     inches and "w/" as said; its digits are left to `spell_out`."""
-    # 7am, 7:30pm, 7 AM, 7 a.m., PM: the letters' names; "am" alone stays the verb ("I am")
+    # 7am, 7:30pm, 7 AM, 7 a.m., PM: the letters' names; "am" alone stays the verb ("I am"), and so does
+    # "AM" beside "I" ("I AM HERE", "AM I LATE": a transcript in capitals, as read-speech corpora write them)
     text = re.sub(r"(?<=\d)([ap])\.?m\.?(?![\w.])", _half_day, text, flags=re.IGNORECASE)
-    text = re.sub(r"(?<![\w.])(?:([AP])M|([ap])\.m\.|([AP])\.M\.|(p)m)(?![\w.])", _half_day, text)
+    text = re.sub(r"(?<![\w.])(?<!\b[Ii] )(?:([AP])M|([ap])\.m\.|([AP])\.M\.|(p)m)(?![\w.])(?! [Ii]\b)", _half_day, text)
     text = re.sub(r"(?<=\d)-(?=\d)", " to ", text)  # 1985-1990 (said before the years become words)
     text = re.sub(r"(?<![\w'.,$£€#])'?([1-9]0|1[1-9]\d0|20\d0)'?s(?!\w)", _decade, text)
     year = r"(?<![\w.,$£€#:/])(1[1-9]\d\d)(?![\w%°:/,]|\.\d)"  # not money, a decimal, a time or a 1,985
