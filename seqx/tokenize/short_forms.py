@@ -46,7 +46,7 @@ _DOMAINS = "com|org|net|edu|gov|io|co|uk|us|ca|de|fr|ai|app|dev"
 def _unit_words(unit: str, count: str | None) -> str:
     """The unit's name, plural unless it follows the number 1 ("1km" is one kilometer)."""
     name = _UNITS.get(unit.lower()) or _GLUED_UNITS[unit.lower()]
-    if count == "1" or unit.lower() in _AS_NAMED or name.endswith(("per hour", "hours")):
+    if count == "1" or unit.lower() in _AS_NAMED or name.endswith("per hour"):
         return name
     return _PLURALS.get(name, name + "s")
 
@@ -93,7 +93,8 @@ def spell_short_forms(text: str) -> str:
     # 7am, 7:30pm, 7 AM, 7 a.m., PM: the letters' names; "am" alone stays the verb ("I am"), and so does
     # "AM" beside "I" ("I AM HERE", "AM I LATE": a transcript in capitals, as read-speech corpora write them)
     text = re.sub(r"(?<=\d)([ap])\.?m\.?(?![\w.])", _half_day, text, flags=re.IGNORECASE)
-    text = re.sub(r"(?<![\w.])(?<!\b[Ii] )(?:([AP])M|([ap])\.m\.|([AP])\.M\.|(p)m)(?![\w.])(?! [Ii]\b)", _half_day, text)
+    alone = r"(?:([AP])M|([ap])\.m\.|([AP])\.M\.|(p)m)"  # "AM", "a.m.", "A.M.", "PM", "pm"
+    text = re.sub(rf"(?<![\w.])(?<!\b[Ii] ){alone}(?![\w.])(?! [Ii]\b)", _half_day, text)
     text = re.sub(r"(?<=\d)-(?=\d)", " to ", text)  # 1985-1990 (said before the years become words)
     text = re.sub(r"(?<![\w'.,$£€#])'?([1-9]0|1[1-9]\d0|20\d0)'?s(?!\w)", _decade, text)
     year = r"(?<![\w.,$£€#:/])(1[1-9]\d\d)(?![\w%°:/,]|\.\d)"  # not money, a decimal, a time or a 1,985
