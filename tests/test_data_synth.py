@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -497,7 +498,7 @@ def test_one_word_commands_hear_one_other_word_alone() -> None:
 def test_words_training_seldom_says_are_warned_of_before_synthesis(tmp_path: Path) -> None:
     """A slot of 40 songs in 12 utterances: most songs are in no training command or one, which the user
     hears before the corpus is rendered, with the slot they are in."""
-    from seqx.data.coverage import seldom_written
+    from seqx.data.coverage import seldom_written, written_counts
     from seqx.report import Collect
 
     songs = [f"song{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(40)]
@@ -513,9 +514,12 @@ def test_words_training_seldom_says_are_warned_of_before_synthesis(tmp_path: Pat
     assert warning.startswith(f"data.synth: {len(rare)} of the grammar's 42 words are in fewer than 3 training "
                               f"commands, {never} in none")  # fmt: skip
     assert f"slot song: {sum(s in rare for s in songs)} of its 40 values" in warning and "(now 12)" in warning
+    heard = sum(written[s] for s in songs) / 40  # each value one word: a value is heard as often as its word
+    assert f"raise data.size to about {math.ceil(12 * 6 / heard / 1000) * 1000:,} (now 12)" in warning
     g = corpus_grammar(_recipe(tmp_path, f"data.synth.grammar={grammar}").data)
     # counted by transcripts: "play songab songab" is one command that writes it
-    assert seldom_written(g, ["play songaa", "stop", *[f"play {s} {s}" for s in songs[1:]] * 3]) == {"songaa": 1, "stop": 1}
+    said = ["play songaa", "stop", *[f"play {s} {s}" for s in songs[1:]] * 3]
+    assert seldom_written(g, written_counts(said)) == {"songaa": 1, "stop": 1}
 
 
 def test_a_sentence_two_intents_say_is_warned_of_before_synthesis(tmp_path: Path) -> None:

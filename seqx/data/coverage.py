@@ -11,6 +11,7 @@ can raise `data.size` without waiting for a corpus too small.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable
 
@@ -20,30 +21,42 @@ RARELY = 3  # a word in fewer training transcripts than this is warned of
 SHOWN_WORDS = 5  # examples named in the warning
 
 
-def seldom_written(grammar: Grammar, transcripts: Iterable[str]) -> dict[str, int]:
-    """The grammar's words (as written) in fewer than RARELY of the transcripts, with how many, fewest first."""
-    counts = Counter(word for text in transcripts for word in set(text.split()))
+WELL_HEARD = 6  # training commands a word was in where it was understood best (the module's figures)
+
+
+def written_counts(transcripts: Iterable[str]) -> Counter[str]:
+    """How many of the transcripts write each word."""
+    return Counter(word for text in transcripts for word in set(text.split()))
+
+
+def seldom_written(grammar: Grammar, counts: Counter[str]) -> dict[str, int]:
+    """The grammar's words (as written) in fewer than RARELY transcripts, with how many, fewest first."""
     rare = {word: counts[word] for word in grammar.vocabulary() if counts[word] < RARELY}
     return dict(sorted(rare.items(), key=lambda item: (item[1], item[0])))
 
 
 def seldom_warning(grammar: Grammar, transcripts: Iterable[str], size: int) -> str | None:
-    """One line naming the words training seldom writes and the slots they are in; None when it writes
-    every word often enough."""
-    rare = seldom_written(grammar, transcripts)
+    """One line naming the words training seldom writes and the slots they are in, and the `data.size`
+    that would say a value of the slot heard least WELL_HEARD times on average; None when training
+    writes every word often enough."""
+    counts = written_counts(transcripts)
+    rare = seldom_written(grammar, counts)
     if not rare:
         return None
-    slots = []
+    slots, least = [], None
     for name in grammar.used_slots():
         values = grammar.slots[name].values
         short = sum(any(word in rare for word in value.words) for value in values)
         if short:
             slots.append(f"slot {name}: {short:,} of its {len(values):,} values")
+            heard = sum(min(counts[word] for word in value.words) for value in values) / len(values)
+            least = heard if least is None else min(least, heard)
     never = sum(count == 0 for count in rare.values())
     shown = ", ".join(repr(w) for w in list(rare)[:SHOWN_WORDS]) + (", ..." if len(rare) > SHOWN_WORDS else "")
     where = f"; {'; '.join(slots)}" if slots else ""
+    to = f" to about {math.ceil(size * WELL_HEARD / least / 1000) * 1000:,}" if least else ""
     return (
         f"{len(rare):,} of the grammar's {len(grammar.vocabulary()):,} words are in fewer than {RARELY} training "
         f"commands, {never:,} in none ({shown}{where}): a word the model seldom heard is seldom understood; "
-        f"raise data.size (now {size:,})"
+        f"raise data.size{to} (now {size:,})"
     )
