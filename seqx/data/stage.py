@@ -134,7 +134,7 @@ def _run_data_stage(recipe: Recipe, reporter: Reporter, force: bool) -> DataRepo
             reporter.warn(shared_warning(*found))
         for advice in short_form_advice(grammar):
             reporter.warn(advice)
-        manifests, heldout, skipped = synthesize(recipe.data, out_dir, reporter)
+        manifests, heldout, skipped = synthesize(recipe.data, out_dir, reporter, grammar)
         atomic_write_text(out_dir / "heldout_commands.txt", "".join(c + "\n" for c in heldout))
         if recipe.data.synth.recordings:
             own, bad = _own_recordings(recipe, reporter)

@@ -602,14 +602,15 @@ def check_engines(voices: list[Voice]) -> None:
 
 
 def corpus_plans(
-    settings: DataSettings, workers: int
+    settings: DataSettings, workers: int, grammar: Grammar | None = None
 ) -> tuple[list[Plan], list[str], list[Voice], list[tuple[str, str]]]:
     """The plans `synthesize` renders, the held-out commands, the voices kept and those left out (with why).
 
     The engines are probed here, since which voices sound alike decides the speaker split;
     a benchmark that needs to know how an utterance was made asks this instead of re-planning.
+    `grammar`: the settings' `corpus_grammar`, when the caller has it already.
     """
-    grammar = corpus_grammar(settings)
+    grammar = grammar or corpus_grammar(settings)
     check_say_as(settings, grammar)
     voices = all_voices(settings.synth)
     check_engines(voices)
@@ -620,12 +621,14 @@ def corpus_plans(
 
 
 def synthesize(
-    settings: DataSettings, out_dir: Path, reporter: Reporter
+    settings: DataSettings, out_dir: Path, reporter: Reporter, grammar: Grammar | None = None
 ) -> tuple[dict[str, list[Utterance]], list[str], list[tuple[str, str]]]:
-    """Render the planned corpus under out_dir/audio/SPLIT/; returns manifests, held-out commands, skipped."""
+    """Render the planned corpus under out_dir/audio/SPLIT/; returns manifests, held-out commands, skipped.
+    `grammar`: the settings' `corpus_grammar`, when the caller has it already."""
     workers = settings.workers or os.cpu_count() or 1
-    plans, heldout, voices, dropped = corpus_plans(settings, workers)
-    warning = seldom_warning(corpus_grammar(settings), (p.text for p in plans if p.split == "train"), settings.size)
+    grammar = grammar or corpus_grammar(settings)
+    plans, heldout, voices, dropped = corpus_plans(settings, workers, grammar)
+    warning = seldom_warning(grammar, (p.text for p in plans if p.split == "train"), settings.size)
     if warning:
         reporter.warn(f"data.synth: {warning}")
     if dropped:

@@ -34,9 +34,10 @@ def phrases_to_grammar(text: str, source: str = "<phrases>", intent: str | None 
     seen: set[str] = set()
     for number, line in enumerate(text.splitlines(), 1):
         phrase = _LIST_MARK.sub("", line.split("#", 1)[0]).strip()
-        if not phrase or _said(phrase) in seen:
+        said = _said(phrase)
+        if not phrase or said in seen:
             continue  # "Turn on the lights." after "turn on the lights" would be drawn twice as often
-        seen.add(_said(phrase))
+        seen.add(said)
         expr = parse_template(phrase, f"{source}:{number}")
         if slot_refs(expr):
             raise GrammarError(f"{source}:{number}: a phrase list has no slots, got '{{{slot_refs(expr)[0]}}}'")
