@@ -33,9 +33,10 @@ CLIPPING = "the input is clipped (its loudest sounds flattened at full scale): t
 
 
 class ClipWatch:
-    """Calls `warn(CLIPPING)` once, the first time a second of a live input has `CLIPPED_SHARE` of its
-    samples at full scale (seqx/featurize/samples.py: 6 dB of clipping costs a quarter of the right
-    answers). Fed the samples as they arrive, before resampling, whose ringing hides the flat tops."""
+    """Calls `warn(CLIPPING)` once, the first time a second of a live input (`rate`: samples a second,
+    every channel's) has `CLIPPED_SHARE` of its samples at full scale (seqx/featurize/samples.py: 6 dB
+    of clipping costs a quarter of the right answers). Fed the samples as they arrive, before resampling,
+    whose ringing hides the flat tops."""
 
     def __init__(self, rate: int, warn: Callable[[str], None]) -> None:
         self.rate, self.warn = rate, warn
@@ -77,7 +78,7 @@ def microphone_blocks(
     blocks: queue.Queue[np.ndarray] = queue.Queue()
 
     def callback(indata: np.ndarray, frames: int, when: object, status: object) -> None:
-        blocks.put(indata.mean(axis=1, dtype=np.float32) if channels > 1 else indata[:, 0].copy())
+        blocks.put(indata.copy())  # (frames, channels): mixed in _drain, after the clip watch heard each
 
     def opened(at: int) -> object:
         return sd.InputStream(samplerate=at, channels=channels, dtype="float32", blocksize=block * at // SAMPLE_RATE,
@@ -95,7 +96,7 @@ def microphone_blocks(
             stream = opened(rate)
     except (sd.PortAudioError, ValueError) as err:  # ValueError: "No input device matching ..."
         raise AudioSourceError(f"microphone: cannot open {what} at {rate} Hz ({_first_line(err)})") from None
-    return _drain(stream, blocks, rate, None if on_clipping is None else ClipWatch(rate, on_clipping))
+    return _drain(stream, blocks, rate, None if on_clipping is None else ClipWatch(rate * channels, on_clipping))
 
 
 def _own_rate(sd: object, device: str | int | None) -> int | None:
@@ -111,11 +112,10 @@ def _drain(stream: object, blocks: queue.Queue[np.ndarray], rate: int, watch: Cl
     with stream:  # type: ignore[attr-defined]
         while True:
             try:
-                samples = blocks.get(timeout=2.0)
+                frames = blocks.get(timeout=2.0)
             except queue.Empty:
                 raise AudioSourceError("microphone: no audio for 2 s (device stopped delivering)") from None
-            if watch is not None:
-                watch.feed(samples)
+            samples = _mono(frames, watch)
             if resampler is not None:
                 samples = resampler.resample_chunk(samples)
             if samples.size:
@@ -134,7 +134,7 @@ def pcm_blocks(
     blocks (resampling each block alone would click at every boundary).
     """
     stream = stream if stream is not None else sys.stdin.buffer
-    watch = None if on_clipping is None else ClipWatch(rate, on_clipping)
+    watch = None if on_clipping is None else ClipWatch(rate * channels, on_clipping)
     resampler = soxr.ResampleStream(rate, SAMPLE_RATE, 1, dtype="float32") if rate != SAMPLE_RATE else None
     want = block * 2 * channels * max(1, round(rate / SAMPLE_RATE))
     carry = b""
@@ -142,16 +142,21 @@ def pcm_blocks(
         data = stream.read1(want) if hasattr(stream, "read1") else stream.read(want)
         last = not data
         data, carry = _whole_frames(carry + data, channels)
-        frames = np.frombuffer(data, dtype="<i2").astype(np.float32).reshape(-1, channels) / 32768.0
-        if watch is not None:
-            watch.feed(frames.reshape(-1))  # a channel that clips is heard before the mix hides it
-        samples = frames.mean(axis=1) if channels > 1 else frames[:, 0]
+        samples = _mono(np.frombuffer(data, dtype="<i2").astype(np.float32).reshape(-1, channels) / 32768.0, watch)
         if resampler is not None:
             samples = resampler.resample_chunk(samples, last=last)
         if samples.size:
             yield samples
         if last:
             return
+
+
+def _mono(frames: np.ndarray, watch: ClipWatch | None) -> np.ndarray:
+    """(frames, channels) as one channel, the mean of them; `watch` hears every channel first, since a
+    channel that clips can be hidden by the mix."""
+    if watch is not None:
+        watch.feed(frames.reshape(-1))
+    return frames.mean(axis=1, dtype=np.float32) if frames.shape[1] > 1 else frames[:, 0]
 
 
 def _whole_frames(data: bytes, channels: int = 1) -> tuple[bytes, bytes]:
