@@ -77,7 +77,16 @@ def test_normalize_text_settings() -> None:
      ("open x.com", "open x dot com"), ('a 12" pizza', "a twelve inch pizza"), ('say "7"', 'say " seven "'),
      ("1½ cups", "one and a half cups"), ("¾ full", "three quarters full"), ("burger w/ cheese", "burger with cheese"),
      ("w/o onions", "without onions"), ("10pc nuggets", "ten piece nuggets"),
-     ("2L Pepsi", "two liters Pepsi"), ("L train", "L train")],
+     ("2L Pepsi", "two liters Pepsi"), ("L train", "L train"),
+     # digit by digit (short_forms.spelled_numbers): phone numbers and codes; "No." before a number
+     ("call 555-1234", "call five five five one two three four"),
+     ("555-123-4567", "five five five one two three four five six seven"),
+     ("(555) 123-4567", "five five five one two three four five six seven"),
+     ("1-800-555-0199", "one eight hundred five five five zero one nine nine"),
+     ("1-800-FLOWERS", "one eight hundred FLOWERS"), ("500-1000 calories", "five hundred to one thousand calories"),
+     ("agent 007", "agent zero zero seven"), ("PIN 0420", "PIN zero four two zero"), ("0.5", "zero point five"),
+     ("07:30", "seven thirty"), ("Symphony No. 5", "Symphony number five"), ("no.9", "number nine"),
+     ("No, 5 more", "No, five more"), ("say no.", "say no.")],
 )  # fmt: skip
 def test_numbers_and_their_symbols_are_spelled_as_said(written: str, said: str) -> None:
     """One spelling for what engines are told and what the transcript says: espeak-ng reads "$5" as

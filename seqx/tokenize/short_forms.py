@@ -6,7 +6,10 @@ after a number altogether ("seven AM" is "seven"), espeak-ng says "am" as the ve
 kay em", "80s" as "eighty ess" and "1990" as "nineteen hundred and ninety". A model taught those
 sounds for those labels hears a person's "seven a m", "five kilometers", "the eighties" and "nineteen
 ninety" as something else. `spell_short_forms` writes them as said, before `text.spell_out` spells
-the digits, so engines and transcripts get the same words.
+the digits, so engines and transcripts get the same words. Some numbers are not counts: a phone number
+("555-1234": espeak-ng and flite say "five hundred fifty five, one thousand two hundred thirty four" or
+"... to ...") and a code with a leading zero ("007", which as a count loses its zeros) are said digit by
+digit, "No. 5" is "number five" (`spelled_numbers`).
 
 Like every rule of `spell_out`, each reads within the words a grammar writes side by side, since a
 grammar's words are spelled so (`Grammar.spoken`) and must come out as its sentences do: a lowercase
@@ -87,6 +90,42 @@ def _fraction(m: re.Match) -> str:
     return f"{whole} and {after} " if whole else f" {alone} "
 
 
+def _digits(group: str) -> str:
+    """ "0420" -> "zero four two zero": a phone number's or a code's digits, one by one."""
+    from seqx.tokenize.text import number_words
+
+    return " ".join(number_words(int(d)) for d in group)
+
+
+def _phone(m: re.Match) -> str:
+    """A phone number's groups, digit by digit; a toll-free "800" is "eight hundred"."""
+    groups = [g for g in m.groups() if g]
+    said = [_digits(g) if not (len(g) == 3 and g.endswith("00")) or i == len(groups) - 1 else _hundreds(g)
+            for i, g in enumerate(groups)]  # fmt: skip
+    return f" {' '.join(said)} "
+
+
+def _hundreds(group: str) -> str:
+    from seqx.tokenize.text import number_words
+
+    return number_words(int(group))
+
+
+_PHONE = (
+    r"(?<![\w.,$£€#:/-])(?:(1)[-. ])?(?:\((\d{3})\) ?|(\d{3})[-.])(\d{3})[-.](\d{4})(?![\w-])"  # (555) 123-4567
+    r"|(?<![\w.,$£€#:/-])([2-9]\d\d)-(\d\d(?:[1-9]\d|\d[1-9]))(?![\w-])"  # 555-1234, not a range 500-1000
+)
+
+
+def spelled_numbers(text: str) -> str:
+    """Numbers said digit by digit or named: phone numbers, "1-800-FLOWERS", "No. 5", codes with a
+    leading zero ("007", "PIN 0420": "zero zero seven"); a count would lose the zeros."""
+    text = re.sub(_PHONE, _phone, text)
+    text = re.sub(r"(?<![\w.,-])(1)-(\d00)-(?=[A-Za-z])", lambda m: f" one {_hundreds(m.group(2))} ", text)
+    text = re.sub(r"(?<![\w.])No\.\s?(?=\d)", "number ", text, flags=re.IGNORECASE)  # "Symphony No. 5"
+    return re.sub(r"(?<![\w.,:$£€#/-])0\d+(?![\w.,:/-]|\.\d)", lambda m: f" {_digits(m.group())} ", text)
+
+
 def spell_short_forms(text: str) -> str:
     """`text` with times of day, units, decades, years of 1100-1999, cents, web addresses, fractions,
     inches and "w/" as said; its digits are left to `spell_out`."""
@@ -95,6 +134,7 @@ def spell_short_forms(text: str) -> str:
     text = re.sub(r"(?<=\d)([ap])\.?m\.?(?![\w.])", _half_day, text, flags=re.IGNORECASE)
     alone = r"(?:([AP])M|([ap])\.m\.|([AP])\.M\.|(p)m)"  # "AM", "a.m.", "A.M.", "PM", "pm"
     text = re.sub(rf"(?<![\w.])(?<!\b[Ii] ){alone}(?![\w.])(?! [Ii]\b)", _half_day, text)
+    text = spelled_numbers(text)  # "555-1234", "(555) 123-4567", "1-800-FLOWERS", "No. 5", "007"
     text = re.sub(r"(?<=\d)-(?=\d)", " to ", text)  # 1985-1990 (said before the years become words)
     text = re.sub(r"(?<![\w'.,$£€#])'?([1-9]0|1[1-9]\d0|20\d0)'?s(?!\w)", _decade, text)
     year = r"(?<![\w.,$£€#:/])(1[1-9]\d\d)(?![\w%°:/,]|\.\d)"  # not money, a decimal, a time or a 1,985
