@@ -106,6 +106,35 @@ def test_every_command_found_in_order_and_nothing_in_the_gaps(stream) -> None:
     assert all(0.3 <= e.wait_ms / 1000 <= 0.3 + 0.4 for e in events)
 
 
+@pytest.mark.parametrize("gain_db", [-45, -55])
+def test_a_quiet_microphone_finds_the_same_commands_where_they_are(stream, gain_db: int) -> None:
+    # the whole input turned down, room tone included, as a microphone's gain does: Silero hears each
+    # window raised by the stream's loudest (unraised, its ends came 0.1-0.2 s off and words went unfound)
+    wave, truth = stream
+    _assert_found(_segments(wave * np.float32(10 ** (gain_db / 20))), truth)
+
+
+def test_stream_level_raises_a_quiet_stream_and_never_lowers_a_loud_one() -> None:
+    from seqx.listen.level import FLOOR_CAP_DBFS, StreamLevel
+
+    rng = np.random.default_rng(0)
+
+    def gain_db(level: StreamLevel, dbfs: float) -> float:
+        window = _white(512, dbfs, rng)
+        return float(20 * np.log10(np.std(level.raise_window(window)) / np.std(window)))
+
+    level = StreamLevel(memory_s=1.0)
+    assert [round(gain_db(level, -95)) for _ in range(10)][-1] == 40  # at most 40 dB
+    loud = _white(512, -10, rng)
+    assert level.raise_window(loud) is loud  # never lowered
+    assert gain_db(level, -95) == pytest.approx(0, abs=0.01)  # the loud window is remembered...
+    gains = [gain_db(level, -95) for _ in range(40)]  # ...for memory_s (1 s = 31 windows)
+    assert gains[-1] == pytest.approx(40, abs=0.5)
+    # a room as loud as an ordinary one's is raised no further than FLOOR_CAP_DBFS: only a quiet microphone is
+    room = StreamLevel()
+    assert [gain_db(room, -60) for _ in range(10)][-1] == pytest.approx(FLOOR_CAP_DBFS + 60, abs=1)
+
+
 def test_segment_audio_carries_pre_and_post_roll(stream) -> None:
     wave, _ = stream
     for event_samples, event in _with_samples(wave, pre_roll_ms=250, post_roll_ms=100):

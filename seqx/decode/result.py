@@ -26,6 +26,7 @@ from seqx.decode.distance import distances
 from seqx.decode.gap_span import spanned_gap
 from seqx.featurize.samples import AUDIO_SUFFIXES
 from seqx.featurize.span import speech_span
+from seqx.listen.level import at_vad_level, loudness_dbfs
 
 if TYPE_CHECKING:
     from seqx.grammar.model import Output, Parse
@@ -200,35 +201,11 @@ class Rules:
 # ------------------------------------------------------------------ before the model is asked
 
 
-def loudness_dbfs(wave: np.ndarray, sample_rate: int) -> float:
-    """Level of the loudest 100 ms window, in dB relative to full scale."""
-    wave = np.asarray(wave, dtype=np.float32)
-    window = max(1, sample_rate // 10)
-    frames = wave[: wave.size // window * window].reshape(-1, window) if wave.size >= window else wave[None]
-    rms = float(np.sqrt(np.square(frames).mean(axis=1, dtype=np.float32)).max())
-    return 20 * math.log10(max(rms, 1e-12))
-
-
 def heard_speech(wave: np.ndarray, sample_rate: int, threshold: float, vad_model: Path | None = None) -> bool:
     """The no-speech gate: whether some 32 ms window of the file reaches `threshold` of Silero
     VAD speech probability. True (no gate) when the threshold is 0 or the model is not installed.
     `vad_model`: the Silero graph to use (an export folder's copy) instead of openwakeword's."""
     return speech_bounds(wave, sample_rate, threshold, vad_model, first_only=True) is not None
-
-
-VAD_LEVEL_DBFS = -30.0  # a quiet file's loudest 100 ms is brought up to this before Silero hears it
-VAD_MOST_GAIN_DB = 40.0
-
-
-def at_vad_level(audio: np.ndarray, sample_rate: int) -> np.ndarray:
-    """The file raised (never lowered) so its loudest 100 ms is at `VAD_LEVEL_DBFS`, by at most
-    `VAD_MOST_GAIN_DB`. Silero VAD is not deaf to level: a command whose peaks were 40 dB below full
-    scale (a microphone's gain turned down, a speaker across the room) was "no speech" for it in 5 of
-    24 flite commands, 0 once raised, while the model, which hears log-Mel, took all 24 either way;
-    noise raised stays noise (the demo's 28 noise negatives and alsa's Noise.wav: none heard either
-    way; docs/benchmarks.md "Quiet and clipped recordings")."""
-    gain_db = min(VAD_MOST_GAIN_DB, VAD_LEVEL_DBFS - loudness_dbfs(audio, sample_rate))
-    return audio * np.float32(10 ** (gain_db / 20)) if gain_db > 0 else audio
 
 
 def speech_bounds(

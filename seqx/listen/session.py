@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from seqx.listen.endpoint import Endpointer, Segment
+from seqx.listen.level import StreamLevel
 from seqx.listen.vad import Vad, Windower
 from seqx.recipe import ListenSettings
 
@@ -61,17 +62,25 @@ class Event:
 
 
 def segments(blocks: Iterable[np.ndarray], vad: Vad, settings: ListenSettings) -> Iterator[tuple[Segment, float]]:
-    """Every finished segment, with the `perf_counter` time its last block arrived."""
+    """Every finished segment, with the `perf_counter` time its last block arrived.
+
+    Silero hears each window raised as a quiet file is (`StreamLevel`); the endpointer keeps the
+    audio as it came. The energy gate needs no raising: it listens relative to the room's floor."""
     windower, endpointer = Windower(), Endpointer(settings)
+    level = StreamLevel() if vad.name == "silero" else None
     vad.reset()
+
+    def prob(window: np.ndarray) -> float:
+        return vad.prob(level.raise_window(window) if level is not None else window)
+
     arrived = time.perf_counter()
     for block in blocks:
         arrived = time.perf_counter()
         for window in windower.feed(block):
-            for segment in endpointer.push(window, vad.prob(window)):
+            for segment in endpointer.push(window, prob(window)):
                 yield segment, arrived
     for window in windower.flush():
-        for segment in endpointer.push(window, vad.prob(window)):
+        for segment in endpointer.push(window, prob(window)):
             yield segment, arrived
     for segment in endpointer.flush():
         yield segment, arrived
