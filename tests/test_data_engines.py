@@ -130,9 +130,10 @@ def test_a_brands_first_letter_is_told_apart() -> None:
     voice = engines.engine("espeak-ng").voices()[0]
     assert engines.told("open iTunes", voice).endswith("i Tunes")
     assert engines.text_changes(["open", "iTunes"]) == engines.TOLD_PREFIX_LETTERS > engines.TOLD_SHORT_FORMS
-    # said digit by digit since: a corpus that said "five hundred fifty five to twelve thirty four" is made again
-    for words in (["call", "555-1234"], ["agent", "007"], ["Symphony", "No.", "5"]):
-        assert engines.text_changes(words) == engines.TOLD_DIGIT_BY_DIGIT > engines.TOLD_PREFIX_LETTERS
+    # said digit by digit, or long after a number, since: a corpus that said "five hundred fifty five to twelve
+    # thirty four" or "twenty min" is made again
+    for words in (["call", "555-1234"], ["agent", "007"], ["Symphony", "No.", "5"], ["20", "min"], ["12", "oz"]):
+        assert engines.text_changes(words) == engines.TOLD_DIGITS_AND_UNITS > engines.TOLD_PREFIX_LETTERS
 
 
 def test_a_verb_is_told_as_a_verb_where_a_commands_verb_stands_and_nowhere_else() -> None:

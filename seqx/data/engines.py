@@ -44,7 +44,7 @@ import soundfile as sf
 from seqx.data import verbs
 from seqx.errors import SeqxError
 from seqx.recipe import Voice
-from seqx.tokenize.short_forms import spell_short_forms, spelled_numbers
+from seqx.tokenize.short_forms import UNITS_AFTER_A_NUMBER, spell_short_forms, spelled_numbers
 from seqx.tokenize.text import spell_out
 
 PIPER_SEED_DIR = Path(__file__).with_name("piper_seed")  # its sitecustomize.py seeds piper's onnxruntime, one thread
@@ -668,7 +668,7 @@ def prefix_letters(text: str) -> str:
 
 
 TOLD_LETTERS, TOLD_VERBS, TOLD_NUMBERS, TOLD_SHORT_FORMS, TOLD_PREFIX_LETTERS = 2, 3, 4, 5, 6  # engine_text: since when
-TOLD_DIGIT_BY_DIGIT = 7
+TOLD_DIGITS_AND_UNITS = 7
 
 
 def text_changes(words: list[str]) -> int:
@@ -678,10 +678,11 @@ def text_changes(words: list[str]) -> int:
     one holds a digit or a symbol said as words ("$5", "21st", "I’d"), else TOLD_VERBS (2026-12-01,
     verbs.told_as_verbs) where one is a verb of verbs.IMPERATIVES (a grammar's strings out of it may
     start with it), else TOLD_LETTERS where one is the letter "a" (letter_names, the same day).
-    TOLD_PREFIX_LETTERS (2026-12-02, prefix_letters): "iTunes", "eBay". TOLD_DIGIT_BY_DIGIT (the same
-    day, short_forms.spelled_numbers) before all: "555-1234", "007", "No." (before a number)."""
-    if any(spelled_numbers(w) != w or w.lower() == "no." for w in words):
-        return TOLD_DIGIT_BY_DIGIT
+    TOLD_PREFIX_LETTERS (2026-12-02, prefix_letters): "iTunes", "eBay". TOLD_DIGITS_AND_UNITS (the same
+    day, short_forms) before all: "555-1234", "007", "No." (before a number), and "min", "oz" (said long
+    after a number and a space, "20 min", since then)."""
+    if any(spelled_numbers(w) != w or w.lower() in {"no.", *UNITS_AFTER_A_NUMBER} for w in words):
+        return TOLD_DIGITS_AND_UNITS
     if any(prefix_letters(w) != w for w in words):
         return TOLD_PREFIX_LETTERS
     if any(spell_short_forms(w) != w for w in words):

@@ -32,7 +32,7 @@ _UNITS = {
     "kwh": "kilowatt hour", "mb": "megabyte", "gb": "gigabyte", "tb": "terabyte",
     "ghz": "gigahertz", "mhz": "megahertz", "khz": "kilohertz",
 }  # fmt: skip
-# ... and these only right after digits ("20min", "6ft"), since alone they are words or names: "min"
+# ... and these only after digits ("20min", "6 ft"), since alone they are words or names: "min"
 # (minimum), "sec" ("wait a sec"), "hr" ("call HR"), "ft" ("feat."), "oz" (the Wizard of Oz), "mm"
 _GLUED_UNITS = {"min": "minute", "sec": "second", "hr": "hour", "ft": "foot", "oz": "ounce", "mm": "millimeter",
                 "pc": "piece", "pcs": "pieces", "l": "liter"}  # fmt: skip
@@ -43,6 +43,9 @@ _FRACTIONS = {"½": ("one half", "a half"), "⅓": ("one third", "a third"), "�
               "¼": ("one quarter", "a quarter"), "¾": ("three quarters", "three quarters")}  # fmt: skip
 _UNIT = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True))
 _GLUED_UNIT = "|".join(re.escape(u) for u in sorted([*_UNITS, *_GLUED_UNITS], key=len, reverse=True))
+# ...or after a number and a space ("20 min", "12 oz", "6 ft"): a count before it says what it is; not "l"
+UNITS_AFTER_A_NUMBER = frozenset(_GLUED_UNITS) - {"l"}
+_AFTER_NUMBER = "|".join(re.escape(u) for u in sorted(UNITS_AFTER_A_NUMBER, key=len, reverse=True))
 _DOMAINS = "com|org|net|edu|gov|io|co|uk|us|ca|de|fr|ai|app|dev"
 
 
@@ -139,6 +142,7 @@ def spell_short_forms(text: str) -> str:
     text = re.sub(r"(?<![\w'.,$£€#])'?([1-9]0|1[1-9]\d0|20\d0)'?s(?!\w)", _decade, text)
     year = r"(?<![\w.,$£€#:/])(1[1-9]\d\d)(?![\w%°:/,]|\.\d)"  # not money, a decimal, a time or a 1,985
     text = re.sub(year, lambda m: f" {year_words(int(m.group(1)))} ", text)
+    text = re.sub(rf"(\d+(?:[.,]\d+)*) ?({_AFTER_NUMBER})(?![\w/])", _glued_unit, text, flags=re.IGNORECASE)
     text = re.sub(rf"(\d+(?:[.,]\d+)*)({_GLUED_UNIT})(?![\w/])", _glued_unit, text, flags=re.IGNORECASE)
     text = re.sub(rf"(?<![\w/])({_UNIT})(?![\w/])", lambda m: _unit_words(m.group(1), None), text, flags=re.IGNORECASE)
     text = re.sub(r"(\d+)¢", lambda m: f"{m.group(1)} cent{'' if m.group(1) == '1' else 's'}", text)
