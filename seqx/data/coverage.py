@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from seqx.grammar.model import Grammar
+from seqx.grammar.syntax import written_slot
 
 RARELY = 3  # a word in fewer training transcripts than this is warned of
 SHOWN_WORDS = 5  # examples named in the warning
@@ -48,7 +49,7 @@ def seldom_warning(grammar: Grammar, transcripts: Iterable[str], size: int) -> s
         values = grammar.slots[name].values
         short = sum(any(word in rare for word in value.words) for value in values)
         if short:
-            slots.append(f"slot {name}: {short:,} of its {len(values):,} values")
+            slots.append(f"slot {written_slot(name)}: {short:,} of its {len(values):,} values")
             heard = sum(min(counts[word] for word in value.words) for value in values) / len(values)
             least = heard if least is None else min(least, heard)
     never = sum(count == 0 for count in rare.values())

@@ -36,6 +36,7 @@ from seqx.grammar.syntax import (
     Word,
     can_say_nothing,
     choice_of,
+    glued_name,
     literal_words,
     parse_template,
     render,
@@ -95,6 +96,7 @@ class Grammar:
             t if not can_say_nothing(t.expr) else Template(t.intent, render(e := says_something(t.expr)), e, t.weight)
             for t in self.templates
         ]
+        self.templates = [self._unglued(t) for t in self.templates]
         for template in self.templates:
             for ref in slot_refs(template.expr):
                 if ref not in self.slots:
@@ -106,6 +108,36 @@ class Grammar:
             for value in slot.values:
                 if not value.words:
                     raise GrammarError(f"{self.name}: slot '{slot.name}' has an empty value")
+
+    def _unglued(self, template: Template) -> Template:
+        """The template with each slot that has letters written against it ("{drink}s", "{n}th") made a
+        slot of its own (`drink@+s`: "lattes", "flat whites"; `n@+th`: "5th", said "fifth"), which answers
+        as the slot (`drink=latte`). Kept with the grammar's slots, so a stored grammar (a bundle's, said
+        as decoded) reads back as it was."""
+
+        def unglued(expr: Expr) -> Expr:
+            if isinstance(expr, SlotRef):
+                if not expr.before and not expr.after:
+                    return expr
+                name = glued_name(expr)
+                if name not in self.slots:
+                    if expr.name not in self.slots:
+                        raise GrammarError(f"{self.name}: intent {template.intent}: unknown slot "
+                                           f"'{{{expr.name}}}' in '{template.text}'")  # fmt: skip
+                    values = tuple(SlotValue(_glued(v.words, expr.before, expr.after), v.output)
+                                   for v in self.slots[expr.name].values)  # fmt: skip
+                    self.slots = {**self.slots, name: Slot(name, values)}
+                return SlotRef(name)
+            if isinstance(expr, Word):
+                return expr
+            if isinstance(expr, Opt):
+                return Opt(unglued(expr.item))
+            if isinstance(expr, Seq):
+                return Seq(tuple(unglued(e) for e in expr.items))
+            return Alt(tuple(unglued(e) for e in expr.options))
+
+        expr = unglued(template.expr)
+        return template if expr == template.expr else Template(template.intent, template.text, expr, template.weight)
 
     @classmethod
     def build(
@@ -361,6 +393,11 @@ def _plain_value(value: SlotValue) -> str | dict[str, Output]:
     """How to_dict writes a value: its words, or {words: output} (also when the words hold a ':')."""
     words = " ".join(value.words)
     return words if value.output == words and ":" not in words else {words: value.output}
+
+
+def _glued(words: tuple[str, ...], before: str, after: str) -> tuple[str, ...]:
+    """A value's words with letters written against its slot: ("flat", "white") + "s" -> ("flat", "whites")."""
+    return (before + words[0], *words[1:-1], words[-1] + after) if len(words) > 1 else (before + words[0] + after,)
 
 
 def _slot_key(slots: dict[str, Output], name: str) -> str:

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from seqx.grammar.model import Grammar
+from seqx.grammar.syntax import written_slot
 
 
 @dataclass
@@ -45,7 +46,7 @@ def summarize(grammar: Grammar) -> GrammarSummary:
     return GrammarSummary(
         name=grammar.name,
         intents=intents,
-        slots={name: len(grammar.slots[name].values) for name in grammar.used_slots()},
+        slots={name: len(grammar.slots[name].values) for name in sorted({written_slot(n) for n in grammar.used_slots()})},
         vocabulary=len(grammar.vocabulary()),
         sentences=grammar.count(),
         dfa_states=dfa.num_states,

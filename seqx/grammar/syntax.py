@@ -23,6 +23,10 @@ class Word:
 @dataclass(frozen=True)
 class SlotRef:
     name: str
+    # letters written against the slot, as one word with each value: "{drink}s" (lattes), "{n}th" (5th,
+    # said "fifth"), "{person}'s" (the grammar's Grammar makes them a slot of their own: glued_name)
+    before: str = ""
+    after: str = ""
 
 
 @dataclass(frozen=True)
@@ -44,27 +48,79 @@ Expr = Word | SlotRef | Seq | Alt | Opt
 
 _TOKEN = re.compile(r"\{[^{}]*\}|[()\[\]|{}]|[^\s()\[\]|{}]+")
 _CLOSER = {"(": ")", "[": "]"}
-SLOT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*(@[A-Za-z0-9_.-]+)?$")
+# a slot's own name; after an "@", a list of it heard in one place (Rhasspy's tags) or glued letters
+SLOT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*(@[^\s{}()\[\]|@]+)*$")
 
 
 def reported_name(slot: str) -> str:
     """The name a parse reports a slot under: `device@lights` and `device@tv` are two lists, each
-    heard only where it is used, that both answer as `device` (Rhasspy's tag used in two intents)."""
+    heard only where it is used, that both answer as `device` (Rhasspy's tag used in two intents);
+    `drink@+s`, the slot "{drink}s" says (glued_name), answers as `drink`."""
     return slot.split("@", 1)[0]
+
+
+def glued_name(ref: SlotRef) -> str:
+    """The name of the slot a slot with letters glued to it says: "{drink}s" -> `drink@+s`."""
+    return f"{ref.name}@{ref.before}+{ref.after}"
+
+
+def written_slot(slot: str) -> str:
+    """The slot a grammar writes, for a slot made of one with letters glued to it: `drink@+s` -> `drink`."""
+    head, _, glued = slot.rpartition("@")
+    return head if head and "+" in glued else slot
 
 
 def parse_template(text: str, where: str = "template") -> Expr:
     """The expression of one template; a GrammarError `WHERE: problem in 'TEXT'` otherwise."""
-    tokens = _TOKEN.findall(text)
-    parser = _Parser(tokens, lambda problem: GrammarError(f"{where}: {problem} in '{text}'"))
+    error = lambda problem: GrammarError(f"{where}: {problem} in '{text}'")  # noqa: E731
+    tokens = _glued(text, error)
+    parser = _Parser(tokens, error)
     if not tokens:
         raise parser.error("empty template")
     expr = parser.alternatives(closer=None)
     return expr
 
 
+def _glued(text: str, error) -> list[str | SlotRef]:  # noqa: ANN001
+    """The template's tokens, a slot and the letters written against it ("{drink}s", "un{lock}") as one
+    SlotRef: each value is then said as one word with them ("lattes"), where the letters apart would be
+    a word of their own ("latte s", said "latte ess")."""
+    tokens: list[str | SlotRef] = []
+    run: list[str] = []  # tokens with nothing between them
+    end = -1
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if match.start() == end and (_said(run[-1]) and token in "([" or run[-1] in ")]" and _said(token)):
+            raise error(f"'{run[-1]}{token}': letters written against brackets are not a word with what the "
+                        f"brackets hold; write the forms apart, as in '({{drink}} | {{drink}}s)'")
+        if match.start() != end or token in "()[]|" or (run and run[-1] in "()[]|"):
+            tokens += _run(run, error)
+            run = []
+        run.append(token)
+        end = match.end()
+    return tokens + _run(run, error)
+
+
+def _said(token: str) -> bool:
+    """A token that is or holds a word: a slot, or letters and digits (not brackets or punctuation)."""
+    return token.startswith("{") or bool(re.search(r"\w", token))
+
+
+def _run(run: list[str], error) -> list[str | SlotRef]:  # noqa: ANN001
+    slots = [i for i, token in enumerate(run) if token.startswith("{") and token.endswith("}") and len(token) > 1]
+    if len(run) < 2 or not slots:
+        return list(run)
+    if len(slots) > 1:
+        raise error(f"two slots written together ('{''.join(run)}'): put a space between them")
+    name = run[slots[0]][1:-1].strip()
+    if not SLOT_NAME.match(name):
+        raise error(f"bad slot name '{{{name}}}'")
+    before, after = "".join(run[: slots[0]]), "".join(run[slots[0] + 1 :])
+    return [SlotRef(name, before, after)]
+
+
 class _Parser:
-    def __init__(self, tokens: list[str], error) -> None:  # noqa: ANN001
+    def __init__(self, tokens: list[str | SlotRef], error) -> None:  # noqa: ANN001
         self.tokens, self.pos, self.error = tokens, 0, error
 
     def alternatives(self, closer: str | None) -> Expr:
@@ -94,6 +150,8 @@ class _Parser:
     def item(self) -> Expr:
         token = self.tokens[self.pos]
         self.pos += 1
+        if isinstance(token, SlotRef):
+            return token
         if token in _CLOSER:
             inner = self.alternatives(_CLOSER[token])
             return Opt(inner) if token == "[" else inner
@@ -112,7 +170,7 @@ def render(expr: Expr, top: bool = True) -> str:
     if isinstance(expr, Word):
         return expr.text
     if isinstance(expr, SlotRef):
-        return "{" + expr.name + "}"
+        return expr.before + "{" + expr.name + "}" + expr.after
     if isinstance(expr, Opt):
         return "[" + render(expr.item, top=True) + "]"
     if isinstance(expr, Seq):
