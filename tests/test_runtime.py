@@ -538,6 +538,17 @@ def test_cli_export_then_transcribe_prints_the_torch_text(trained: tuple[Recipe,
     said = runner.invoke(app, ["transcribe", "--model", str(tmp_path / "x"), wavs[0]])
     heard = runner.invoke(app, ["transcribe", "--model", str(recipe.bundle_dir), "--device", "cpu", wavs[0]])
     assert said.exit_code == 0 and heard.exit_code == 0, said.output + heard.output
+    # the recipe names its model, as for `seqx train RECIPE`: `seqx export RECIPE`, `--model RECIPE`
+    recipe_file = tmp_path / "mine.yaml"
+    recipe_file.write_text(f"name: {recipe.name}\nexp_dir: {recipe.exp_dir}\n")
+    again = runner.invoke(app, ["export", str(recipe_file), "--out", str(tmp_path / "y"), "--json"])
+    assert again.exit_code == 0 and json.loads(again.output)["sizes"] == report["sizes"], again.output
+    by_recipe = runner.invoke(app, ["transcribe", "--model", str(recipe_file), "--device", "cpu", wavs[0]])
+    assert by_recipe.output == heard.output
+    untrained = tmp_path / "untrained.yaml"
+    untrained.write_text(f"name: nothing\nexp_dir: {recipe.exp_dir}\n")
+    missing = runner.invoke(app, ["export", str(untrained)])
+    assert "no trained model bundle here: run `seqx train" in str(missing.exception), missing.output
     assert said.stdout.strip() == heard.stdout.strip()  # `open the browser   open_the_app {app=browser}`
     as_json = [runner.invoke(app, ["transcribe", "--model", m, "--device", "cpu", "--json", *wavs]) for m in
                (str(tmp_path / "x"), str(recipe.bundle_dir))]

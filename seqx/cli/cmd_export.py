@@ -14,9 +14,14 @@ from seqx.recipe import DEFAULT_RECIPE
 
 
 def export(
+    named: Annotated[
+        Optional[Path],
+        typer.Argument(metavar="[RECIPE|MODEL]", help="A recipe (its trained bundle) or a bundle folder; same as --model."),
+    ] = None,
     model: Annotated[
         Optional[Path],
-        typer.Option("--model", "-m", help="Model bundle folder (default: the one `seqx train recipes/commands.yaml` wrote)."),
+        typer.Option("--model", "-m", help="Model bundle folder or recipe (default: the one `seqx train "
+                     "recipes/commands.yaml` wrote)."),
     ] = None,
     out_dir: Annotated[
         Optional[Path], typer.Option("--out", "-o", help="Folder to write (default: next to the bundle, onnx/ or onnx-int8/).")
@@ -33,6 +38,7 @@ def export(
     from seqx.decode.bundle import load_bundle, locate_bundle
     from seqx.export.onnx_export import export_bundle
 
+    model = model or named
     default = model or load_for_this_machine(DEFAULT_RECIPE, None, "cpu").bundle_dir
     bundle = load_bundle(locate_bundle(model, default, DEFAULT_RECIPE), device="cpu")
     if grammar is not None:  # stored in the export as data and as a token automaton (seqx/export/decoding.py)

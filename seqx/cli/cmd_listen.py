@@ -145,7 +145,9 @@ def _print(event, json_out: bool, segments_only: bool) -> None:  # noqa: ANN001
     elif not event.understood:
         return  # a rejected segment prints nothing in plain mode
     else:
-        line = event.text + (f"\t{event.intent} {json.dumps(event.slots)}" if event.intent else "")
+        from seqx.decode.result import command_text
+
+        line = event.text + (f"\t{command_text(event.intent, event.slots)}" if event.intent else "")
     out.file.write(line + "\n")
     out.file.flush()
 

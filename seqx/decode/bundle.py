@@ -127,8 +127,18 @@ def save_bundle(
 
 
 def locate_bundle(folder: Path | None, default: Path, recipe: str | Path) -> Path:
-    """The bundle to decode with: `folder` when the user named one, else `default` (what
-    `seqx train RECIPE` writes); the one place that says there is no bundle there."""
+    """The bundle to decode with: `folder` when the user named one (a recipe file names the bundle
+    `seqx train` wrote for it), else `default` (what `seqx train RECIPE` writes); the one place that
+    says there is no bundle there."""
+    if folder is not None and folder.suffix.lower() in (".yaml", ".yml"):
+        from seqx.recipe import load_recipe
+
+        if not folder.is_file():
+            raise SeqxError(f"{folder}: no such recipe file")
+
+        folder, recipe = load_recipe(folder).bundle_dir, folder
+        if not (folder / CONFIG).is_file():
+            raise SeqxError(f"{folder}: no trained model bundle here: run `seqx train {recipe}` first")
     found = folder or default
     if not (found / CONFIG).is_file():
         hint = "" if folder else f": run `seqx train {recipe}` first, or pass --model DIR"

@@ -486,5 +486,10 @@ def result_line(result: Result) -> str:
         return "not understood" + (f" ({result.reason})" if result.reason else "")
     if result.intent is None:
         return result.text
-    slots = " ".join(f"{name}={value}" for name, value in result.slots.items())
-    return f"{result.text}   {result.intent} {{{slots}}}"
+    return f"{result.text}   {command_text(result.intent, result.slots)}"
+
+
+def command_text(intent: str, slots: dict[str, Any] | None) -> str:
+    """`intent {slot=value ...}`: a command as `seqx transcribe` and `seqx listen` print it."""
+    filled = " ".join(f"{name}={value}" for name, value in (slots or {}).items())
+    return f"{intent} {{{filled}}}"
