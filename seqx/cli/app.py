@@ -18,7 +18,8 @@ from seqx.errors import SeqxError
 if TYPE_CHECKING:
     import typer
 
-HELP = "Speech to text with a Transformer encoder-decoder: data, featurize, tokenize, train, transcribe, evaluate."
+HELP = ("Spoken commands to text, intents and slots, offline, trained on speech it makes itself: data, featurize, "
+        "tokenize, train, transcribe, evaluate, listen, export.")
 # command -> (module, function), in the order `seqx --help` lists them. A module is imported only
 # when its command runs (or for --help): the recipe schema, rich tables and torch are then paid
 # only by the commands that use them (`seqx transcribe --help`: 0.41 -> 0.25 s of CPU, shared machine).

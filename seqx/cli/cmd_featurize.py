@@ -25,7 +25,8 @@ def featurize(
     force: ForceOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Compute MFCC or log-Mel features (and CMVN) for every split; runs the data stage first if needed."""
+    """Compute the features (the speech embedding by default; log-Mel or MFCC) and their normalization for every
+    split; runs the data stage first if needed."""
     from seqx.featurize.stage import run_featurize_stage
 
     loaded = load_for_this_machine(recipe, overrides)
