@@ -132,7 +132,8 @@ def test_a_brands_first_letter_is_told_apart() -> None:
     assert engines.text_changes(["open", "iTunes"]) == engines.TOLD_PREFIX_LETTERS > engines.TOLD_SHORT_FORMS
     # said digit by digit, or long after a number, since: a corpus that said "five hundred fifty five to twelve
     # thirty four" or "twenty min" is made again
-    for words in (["call", "555-1234"], ["agent", "007"], ["Symphony", "No.", "5"], ["20", "min"], ["12", "oz"]):
+    for words in (["call", "555-1234"], ["agent", "007"], ["Symphony", "No.", "5"], ["20", "min"], ["12", "oz"],
+                  ["½", "lb"]):
         assert engines.text_changes(words) == engines.TOLD_DIGITS_AND_UNITS > engines.TOLD_PREFIX_LETTERS
 
 

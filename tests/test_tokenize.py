@@ -87,7 +87,9 @@ def test_normalize_text_settings() -> None:
      ("1-800-FLOWERS", "one eight hundred FLOWERS"), ("500-1000 calories", "five hundred to one thousand calories"),
      ("agent 007", "agent zero zero seven"), ("PIN 0420", "PIN zero four two zero"), ("0.5", "zero point five"),
      ("07:30", "seven thirty"), ("Symphony No. 5", "Symphony number five"), ("no.9", "number nine"),
-     ("No, 5 more", "No, five more"), ("say no.", "say no.")],
+     ("No, 5 more", "No, five more"), ("say no.", "say no."),
+     # a fraction before a unit is a size, as a menu's is said
+     ("½ lb burger", "half pound burger"), ("¼lb", "quarter pound"), ("1½ lb", "one and a half pounds")],
 )  # fmt: skip
 def test_numbers_and_their_symbols_are_spelled_as_said(written: str, said: str) -> None:
     """One spelling for what engines are told and what the transcript says: espeak-ng reads "$5" as

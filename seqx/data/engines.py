@@ -679,9 +679,10 @@ def text_changes(words: list[str]) -> int:
     verbs.told_as_verbs) where one is a verb of verbs.IMPERATIVES (a grammar's strings out of it may
     start with it), else TOLD_LETTERS where one is the letter "a" (letter_names, the same day).
     TOLD_PREFIX_LETTERS (2026-12-02, prefix_letters): "iTunes", "eBay". TOLD_DIGITS_AND_UNITS (the same
-    day, short_forms) before all: "555-1234", "007", "No." (before a number), and "min", "oz" (said long
-    after a number and a space, "20 min", since then)."""
-    if any(spelled_numbers(w) != w or w.lower() in {"no.", *UNITS_AFTER_A_NUMBER} for w in words):
+    day, short_forms) before all: "555-1234", "007", "No." (before a number), "min", "oz" (said long
+    after a number and a space, "20 min", since then) and "½" (before a unit a size: "half pound")."""
+    if any(spelled_numbers(w) != w or w.lower() in {"no.", *UNITS_AFTER_A_NUMBER} or re.search("[½⅓⅔¼¾]", w)
+           for w in words):  # fmt: skip
         return TOLD_DIGITS_AND_UNITS
     if any(prefix_letters(w) != w for w in words):
         return TOLD_PREFIX_LETTERS

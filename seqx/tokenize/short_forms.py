@@ -93,6 +93,16 @@ def _fraction(m: re.Match) -> str:
     return f"{whole} and {after} " if whole else f" {alone} "
 
 
+# a fraction alone before a unit names a size, as a menu's "½ lb burger" is said: "half pound"
+_FRACTION_SIZES = {"½": "half", "⅓": "third", "⅔": "two thirds", "¼": "quarter", "¾": "three quarter"}
+
+
+def _fraction_size(m: re.Match) -> str:
+    unit = m.group(2).lower()
+    name = _UNITS.get(unit) or _GLUED_UNITS[unit]
+    return f" {_FRACTION_SIZES[m.group(1)]} {name} "
+
+
 def _digits(group: str) -> str:
     """ "0420" -> "zero four two zero": a phone number's or a code's digits, one by one."""
     from seqx.tokenize.text import number_words
@@ -142,6 +152,7 @@ def spell_short_forms(text: str) -> str:
     text = re.sub(r"(?<![\w'.,$£€#])'?([1-9]0|1[1-9]\d0|20\d0)'?s(?!\w)", _decade, text)
     year = r"(?<![\w.,$£€#:/])(1[1-9]\d\d)(?![\w%°:/,]|\.\d)"  # not money, a decimal, a time or a 1,985
     text = re.sub(year, lambda m: f" {year_words(int(m.group(1)))} ", text)
+    text = re.sub(rf"(?<![\d\w])([½⅓⅔¼¾]) ?({_GLUED_UNIT})(?![\w/])", _fraction_size, text, flags=re.IGNORECASE)
     text = re.sub(rf"(\d+(?:[.,]\d+)*) ?({_AFTER_NUMBER})(?![\w/])", _glued_unit, text, flags=re.IGNORECASE)
     text = re.sub(rf"(\d+(?:[.,]\d+)*)({_GLUED_UNIT})(?![\w/])", _glued_unit, text, flags=re.IGNORECASE)
     text = re.sub(rf"(?<![\w/])({_UNIT})(?![\w/])", lambda m: _unit_words(m.group(1), None), text, flags=re.IGNORECASE)
