@@ -220,6 +220,13 @@ def test_to_dict_round_trips() -> None:
 # ------------------------------------------------------------------ hold-out
 
 
+def _refs(expr: object) -> list[SlotRef]:
+    if isinstance(expr, SlotRef):
+        return [expr]
+    children = getattr(expr, "items", None) or getattr(expr, "options", None) or [getattr(expr, "item", None)]
+    return [ref for child in children if child is not None for ref in _refs(child)]
+
+
 def test_letters_written_against_a_slot_are_one_word_with_each_value(tmp_path: Path) -> None:
     """ "{drink}s" was "latte s" (said "latte ess"): a slot and the letters against it are one word with
     each value ("lattes", "flat whites"), which answers as the slot; "{n}th" is "5th", said "fifth"."""
@@ -237,12 +244,14 @@ def test_letters_written_against_a_slot_are_one_word_with_each_value(tmp_path: P
     for stored in (grammar, spoken):
         again = Grammar.from_dict(json.loads(stored.to_json()))
         assert again.to_dict() == stored.to_dict() and again.count() == stored.count() == 9
-    assert render(parse_template("[the] {x}s, please")) == "[the] {x}s, please"
+    assert render(parse_template("[the] {x}s please")) == "[the] {x}s please"
     for text, problem in [("(latte | mocha)s", "')s': letters written against brackets"),
-                          ("{drink}[s]", "'{drink}[': letters written against brackets"),
-                          ("{hour}:{minute}", "two slots written together ('{hour}:{minute}')")]:  # fmt: skip
+                          ("{drink}[s]", "'{drink}[': letters written against brackets")]:  # fmt: skip
         with pytest.raises(GrammarError, match=re.escape(problem)):
             parse_template(text)
+    # two slots together, or a slot and punctuation, stay apart as they always were: "7:30" is "seven thirty"
+    for text in ("{hour}:{minute}", "{a}{b}", "a {drink}, please"):
+        assert all(not ref.before and not ref.after for ref in _refs(parse_template(text))), text
     with pytest.raises(GrammarError, match=re.escape("unknown slot '{drnk}' in 'two {drnk}s'")):
         Grammar.build({"order": ["two {drnk}s"]}, {"drink": ["latte"]})
 

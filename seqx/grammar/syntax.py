@@ -107,11 +107,11 @@ def _said(token: str) -> bool:
 
 
 def _run(run: list[str], error) -> list[str | SlotRef]:  # noqa: ANN001
+    """Tokens written together: one slot and letters against it are one SlotRef; anything else (two
+    slots, "{hour}:{minute}"; punctuation alone, "{drink},") stays apart, as it always was."""
     slots = [i for i, token in enumerate(run) if token.startswith("{") and token.endswith("}") and len(token) > 1]
-    if len(run) < 2 or not slots:
+    if len(run) < 2 or len(slots) != 1 or not any(re.search(r"\w", t) for i, t in enumerate(run) if i != slots[0]):
         return list(run)
-    if len(slots) > 1:
-        raise error(f"two slots written together ('{''.join(run)}'): put a space between them")
     name = run[slots[0]][1:-1].strip()
     if not SLOT_NAME.match(name):
         raise error(f"bad slot name '{{{name}}}'")
