@@ -73,7 +73,7 @@ def written_slot(slot: str) -> str:
 def parse_template(text: str, where: str = "template") -> Expr:
     """The expression of one template; a GrammarError `WHERE: problem in 'TEXT'` otherwise."""
     error = lambda problem: GrammarError(f"{where}: {problem} in '{text}'")  # noqa: E731
-    tokens = _glued(text, error)
+    tokens = _tokens_of(text, error)
     parser = _Parser(tokens, error)
     if not tokens:
         raise parser.error("empty template")
@@ -81,7 +81,7 @@ def parse_template(text: str, where: str = "template") -> Expr:
     return expr
 
 
-def _glued(text: str, error) -> list[str | SlotRef]:  # noqa: ANN001
+def _tokens_of(text: str, error) -> list[str | SlotRef]:  # noqa: ANN001
     """The template's tokens, a slot and the letters written against it ("{drink}s", "un{lock}") as one
     SlotRef: each value is then said as one word with them ("lattes"), where the letters apart would be
     a word of their own ("latte s", said "latte ess")."""
