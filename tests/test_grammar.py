@@ -245,10 +245,13 @@ def test_letters_written_against_a_slot_are_one_word_with_each_value(tmp_path: P
         again = Grammar.from_dict(json.loads(stored.to_json()))
         assert again.to_dict() == stored.to_dict() and again.count() == stored.count() == 9
     assert render(parse_template("[the] {x}s please")) == "[the] {x}s please"
-    for text, problem in [("(latte | mocha)s", "')s': letters written against brackets"),
-                          ("{drink}[s]", "'{drink}[': letters written against brackets")]:  # fmt: skip
-        with pytest.raises(GrammarError, match=re.escape(problem)):
-            parse_template(text)
+    # letters against brackets, as HassIL (Home Assistant) writes them: one word with each choice
+    for text, sentences in [("light[s] on", {"light on", "lights on"}), ("turn(s | ed) off", {"turns off", "turned off"}),
+                            ("(latte | mocha)s", {"lattes", "mochas"}), ("[un]lock it", {"lock it", "unlock it"}),
+                            ("a (b c | d)s", {"a b cs", "a ds"})]:  # fmt: skip
+        assert set(enumerate_sentences(Grammar.build({"x": [text]}))) == sentences, text
+    plural = Grammar.build({"order": ["a {drink}[s]"]}, {"drink": ["latte"]})
+    assert plural.parse("a lattes").slots == plural.parse("a latte").slots == {"drink": "latte"}
     # two slots together, or a slot and punctuation, stay apart as they always were: "7:30" is "seven thirty"
     for text in ("{hour}:{minute}", "{a}{b}", "a {drink}, please"):
         assert all(not ref.before and not ref.after for ref in _refs(parse_template(text))), text

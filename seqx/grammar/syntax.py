@@ -72,56 +72,50 @@ def written_slot(slot: str) -> str:
 
 def parse_template(text: str, where: str = "template") -> Expr:
     """The expression of one template; a GrammarError `WHERE: problem in 'TEXT'` otherwise."""
-    error = lambda problem: GrammarError(f"{where}: {problem} in '{text}'")  # noqa: E731
-    tokens = _tokens_of(text, error)
-    parser = _Parser(tokens, error)
+    tokens = [(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+    parser = _Parser(tokens, lambda problem: GrammarError(f"{where}: {problem} in '{text}'"))
     if not tokens:
         raise parser.error("empty template")
     expr = parser.alternatives(closer=None)
     return expr
 
 
-def _tokens_of(text: str, error) -> list[str | SlotRef]:  # noqa: ANN001
-    """The template's tokens, a slot and the letters written against it ("{drink}s", "un{lock}") as one
-    SlotRef: each value is then said as one word with them ("lattes"), where the letters apart would be
-    a word of their own ("latte s", said "latte ess")."""
-    tokens: list[str | SlotRef] = []
-    run: list[str] = []  # tokens with nothing between them
-    end = -1
-    for match in _TOKEN.finditer(text):
-        token = match.group()
-        if match.start() == end and (_said(run[-1]) and token in "([" or run[-1] in ")]" and _said(token)):
-            raise error(f"'{run[-1]}{token}': letters written against brackets are not a word with what the "
-                        f"brackets hold; write the forms apart, as in '({{drink}} | {{drink}}s)'")
-        if match.start() != end or token in "()[]|" or (run and run[-1] in "()[]|"):
-            tokens += _run(run, error)
-            run = []
-        run.append(token)
-        end = match.end()
-    return tokens + _run(run, error)
+def glued(left: Expr, right: Expr) -> Expr:
+    """Two parts written with nothing between them, said as one word where they meet: `light[s]` is
+    "light" or "lights", `turn(s | ed)` "turns" or "turned", `{drink}s` each value with an "s"
+    ("lattes", `SlotRef.after`), `(latte | mocha)s` "lattes" or "mochas" (HassIL writes grammars so).
+    Written apart they were words of their own ("light s", said "light ess"). Two slots, or a slot and
+    punctuation alone ("{hour}:{minute}", "{drink},"), stay apart."""
+    if isinstance(left, Alt):
+        return Alt(tuple(glued(option, right) for option in left.options))
+    if isinstance(right, Alt):
+        return Alt(tuple(glued(left, option) for option in right.options))
+    if isinstance(left, Opt):
+        return Alt((right, glued(left.item, right)))
+    if isinstance(right, Opt):
+        return Alt((left, glued(left, right.item)))
+    if isinstance(left, Seq):
+        return _flat(Seq((*left.items[:-1], glued(left.items[-1], right))))
+    if isinstance(right, Seq):
+        return _flat(Seq((glued(left, right.items[0]), *right.items[1:])))
+    if isinstance(left, Word) and isinstance(right, Word):
+        return Word(left.text + right.text)
+    if isinstance(left, SlotRef) and isinstance(right, Word) and re.search(r"\w", right.text):
+        return SlotRef(left.name, left.before, left.after + right.text)
+    if isinstance(left, Word) and isinstance(right, SlotRef) and re.search(r"\w", left.text):
+        return SlotRef(right.name, left.text + right.before, right.after)
+    return Seq((left, right))
 
 
-def _said(token: str) -> bool:
-    """A token that is or holds a word: a slot, or letters and digits (not brackets or punctuation)."""
-    return token.startswith("{") or bool(re.search(r"\w", token))
-
-
-def _run(run: list[str], error) -> list[str | SlotRef]:  # noqa: ANN001
-    """Tokens written together: one slot and letters against it are one SlotRef; anything else (two
-    slots, "{hour}:{minute}"; punctuation alone, "{drink},") stays apart, as it always was."""
-    slots = [i for i, token in enumerate(run) if token.startswith("{") and token.endswith("}") and len(token) > 1]
-    if len(run) < 2 or len(slots) != 1 or not any(re.search(r"\w", t) for i, t in enumerate(run) if i != slots[0]):
-        return list(run)
-    name = run[slots[0]][1:-1].strip()
-    if not SLOT_NAME.match(name):
-        raise error(f"bad slot name '{{{name}}}'")
-    before, after = "".join(run[: slots[0]]), "".join(run[slots[0] + 1 :])
-    return [SlotRef(name, before, after)]
+def _flat(seq: Seq) -> Expr:
+    items = [part for item in seq.items for part in (item.items if isinstance(item, Seq) else (item,))]
+    return items[0] if len(items) == 1 else Seq(tuple(items))
 
 
 class _Parser:
-    def __init__(self, tokens: list[str | SlotRef], error) -> None:  # noqa: ANN001
-        self.tokens, self.pos, self.error = tokens, 0, error
+    def __init__(self, tokens: list[tuple[str, int, int]], error) -> None:  # noqa: ANN001
+        self.tokens, self.pos, self.error = [t for t, _, _ in tokens], 0, error
+        self.starts, self.ends = [s for _, s, _ in tokens], [e for _, _, e in tokens]
 
     def alternatives(self, closer: str | None) -> Expr:
         options = [self.sequence(closer)]
@@ -141,8 +135,16 @@ class _Parser:
 
     def sequence(self, closer: str | None) -> Expr:
         items: list[Expr] = []
+        end = -1  # where the item before ended: an item that starts there is written against it
         while self.pos < len(self.tokens) and self.tokens[self.pos] not in ("|", ")", "]"):
-            items.append(self.item())
+            start = self.starts[self.pos]
+            item = self.item()
+            if items and start == end:
+                item = glued(items.pop(), item)
+                items += item.items if isinstance(item, Seq) else [item]
+            else:
+                items.append(item)
+            end = self.ends[self.pos - 1]
         if not items:
             raise self.error("empty alternative" if closer != "]" else "empty optional '[]'")
         return items[0] if len(items) == 1 else Seq(tuple(items))
@@ -150,8 +152,6 @@ class _Parser:
     def item(self) -> Expr:
         token = self.tokens[self.pos]
         self.pos += 1
-        if isinstance(token, SlotRef):
-            return token
         if token in _CLOSER:
             inner = self.alternatives(_CLOSER[token])
             return Opt(inner) if token == "[" else inner
