@@ -259,6 +259,57 @@ def test_letters_written_against_a_slot_are_one_word_with_each_value(tmp_path: P
         Grammar.build({"order": ["two {drnk}s"]}, {"drink": ["latte"]})
 
 
+HASSIL = """language: "en"
+intents:
+  HassTurnOn:
+    data:
+      - sentences:
+          - "<turn> on [the] {name} [light[s]]"
+          - "<turn> on [all] [the] light[s] in [the] {area:room}"
+        slots: {domain: light}
+  HassLightSet:
+    data:
+      - sentences: ["set [the] {area:room} brightness to {brightness}[ percent]", "<turn> [the] {name} {color}"]
+        expansion_rules: {turn: "(make | set)"}
+lists:
+  name: {values: ["lamp", {in: "ceiling light", out: light.ceiling}]}
+  area: {values: [kitchen, living room]}
+  color: {values: [red, warm white]}
+  brightness: {range: {type: number, from: 0, to: 100, step: 50}}
+expansion_rules: {turn: "(turn | switch)"}
+skip_words: [please]
+"""
+
+
+def test_home_assistant_intent_sentences_read_as_written(tmp_path: Path) -> None:
+    """HassIL's YAML (Home Assistant's Assist): lists with in/out values and ranges, `{list:slot}`, expansion
+    rules (an intent's own before the file's), `light[s]`; what Home Assistant fills at run time is asked for."""
+    path = tmp_path / "lights.yaml"
+    path.write_text(HASSIL)
+    grammar = grammar_from_file(path)
+    assert set(grammar.intents) == {"HassTurnOn", "HassLightSet"}
+    assert grammar.parse("switch on ceiling light lights").slots == {"name": "light.ceiling"}
+    assert grammar.parse("turn on all lights in the living room").slots == {"room": "living room"}
+    assert grammar.parse("set kitchen brightness to 50 percent").slots == {"room": "kitchen", "brightness": 50}
+    assert grammar.parse("make the lamp warm white").intent == "HassLightSet"
+    assert grammar.parse("turn the lamp red") is None  # the intent's own <turn> is "(make | set)"
+    assert grammar.count() == len(enumerate_sentences(grammar)) == 24 + 64 + 24 + 16
+    assert Grammar.from_dict(json.loads(grammar.to_json())).count() == grammar.count()  # as a bundle stores it
+    for change, problem in [("  area: {values: [kitchen, living room]}\n", "list {area} has no values here"),
+                            ("brightness: {range:", "brightness: {wildcard: true, range:"),
+                            ('expansion_rules: {turn: "(turn | switch)"}', "unknown expansion rule <turn>"),
+                            ('expansion_rules: {turn: "(turn | switch)"}', "refer to each other in a circle")]:  # fmt: skip
+        if problem == "brightness: {wildcard: true, range:":
+            broken, problem = HASSIL.replace(change, problem), "a wildcard list says anything"
+        elif "circle" in problem:
+            broken = HASSIL.replace(change, 'expansion_rules: {turn: "(<turn> | switch)"}')
+        else:
+            broken = HASSIL.replace(change, "")
+        path.write_text(broken)
+        with pytest.raises(GrammarError, match=re.escape(problem)):
+            grammar_from_file(path)
+
+
 def test_hash_holdout_is_stable_and_near_the_share() -> None:
     grammar = load_grammar(load_recipe(REPO / "recipes/smarthome.yaml"))
     rng = np.random.default_rng(0)

@@ -116,6 +116,10 @@ def grammar_from_dict(
     A slot given as a file name (`song: songs.txt`) reads its values from that file, found in `folder`
     (the grammar file's) when relative."""
     name = name or str(raw.get("name", "grammar"))
+    from seqx.grammar.hassil import hassil_to_grammar, is_hassil
+
+    if is_hassil(raw):  # Home Assistant's intent sentences
+        return hassil_to_grammar(raw, source, name)
     unknown = sorted(set(raw) - {"name", "intents", "slots"})
     if unknown:
         raise GrammarError(f"{source}: {unknown[0]}: unknown grammar key (expected intents, slots)")

@@ -135,16 +135,19 @@ class _Parser:
 
     def sequence(self, closer: str | None) -> Expr:
         items: list[Expr] = []
-        end = -1  # where the item before ended: an item that starts there is written against it
+        end = -1  # where the item before ended: an item that starts there is written against it...
+        tight = False  # ...and, a bracket, whether its words touch the bracket ("[s]", not "[ percent]")
         while self.pos < len(self.tokens) and self.tokens[self.pos] not in ("|", ")", "]"):
-            start = self.starts[self.pos]
+            first = self.pos
             item = self.item()
-            if items and start == end:
+            last = self.pos - 1
+            bracket = self.tokens[first] in _CLOSER
+            if items and self.starts[first] == end and tight and (not bracket or self.starts[first + 1] == self.ends[first]):
                 item = glued(items.pop(), item)
                 items += item.items if isinstance(item, Seq) else [item]
             else:
                 items.append(item)
-            end = self.ends[self.pos - 1]
+            end, tight = self.ends[last], not bracket or self.ends[last - 1] == self.starts[last]
         if not items:
             raise self.error("empty alternative" if closer != "]" else "empty optional '[]'")
         return items[0] if len(items) == 1 else Seq(tuple(items))

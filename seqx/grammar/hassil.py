@@ -1,0 +1,143 @@
+"""Home Assistant's intent sentences (HassIL, the YAML of github.com/home-assistant/intents): an Assist
+user's commands, as they wrote them.
+
+    language: en
+    intents:
+      HassTurnOn:
+        data:
+          - sentences: ["<turn> on [the] {light_name:name}", "switch on light[s] in [the] {area}"]
+            slots: {domain: light}             # fixed slots: the intent says them (not reported here)
+    lists:
+      light_name: {values: [lamp, {in: "ceiling light", out: light.ceiling}]}
+      area: {values: [kitchen, living room]}
+      brightness: {range: {from: 0, to: 100, step: 10}}
+    expansion_rules:
+      turn: "(turn | switch)"
+
+The templates are seqx's own syntax but for two things: `{list:slot}` (a list reported under another
+name: seqx's `{slot@list}`) and `<rule>` (an expansion rule, the intent's own `expansion_rules` before
+the file's), which are rewritten; brackets against letters (`light[s]`) are one word, as in seqx.
+A list Home Assistant fills at run time (`{name}`, `{area}` with no `lists:` entry) and a `wildcard`
+list have no values to train on: an error says to give them `values:`. `skip_words`,
+`requires_context`, `excludes_context` and `response` are read and ignored; fixed `slots:` are not
+reported (the intent is).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from seqx.grammar.errors import GrammarError
+from seqx.grammar.model import Grammar, Output, Slot, SlotValue, Template
+from seqx.grammar.syntax import parse_template
+
+HASSIL_KEYS = {"language", "intents", "lists", "expansion_rules", "skip_words"}
+_RULE = re.compile(r"<([^<>\s]+)>")
+_LIST = re.compile(r"\{\s*([^{}:\s]+)\s*(?::\s*([^{}\s]+)\s*)?\}")
+MAX_RULE_DEPTH = 20
+
+
+def is_hassil(raw: Mapping[str, Any]) -> bool:
+    """A HassIL file: its intents hold `data:` blocks (seqx's hold lists of templates)."""
+    intents = raw.get("intents")
+    return (
+        set(raw) <= HASSIL_KEYS
+        and isinstance(intents, Mapping)
+        and any(isinstance(spec, Mapping) and "data" in spec for spec in intents.values())
+    )
+
+
+def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str) -> Grammar:
+    rules = _mapping(raw.get("expansion_rules"), f"{source}: expansion_rules")
+    lists = _mapping(raw.get("lists"), f"{source}: lists")
+    slots: dict[str, Slot] = {}
+    templates: list[Template] = []
+    for intent, spec in _mapping(raw.get("intents"), f"{source}: intents").items():
+        blocks = spec.get("data") if isinstance(spec, Mapping) else None
+        if not isinstance(blocks, list):
+            raise GrammarError(f"{source}: intents: {intent}: expected data: a list of blocks with sentences")
+        for number, block in enumerate(blocks, 1):
+            where = f"{source}: intents: {intent}: data {number}"
+            if not isinstance(block, Mapping) or not isinstance(block.get("sentences"), list):
+                raise GrammarError(f"{where}: expected sentences: a list of templates")
+            local = {**rules, **_mapping(block.get("expansion_rules"), f"{where}: expansion_rules")}
+            for sentence in block["sentences"]:
+                text = _lists_named(_expanded(str(sentence), local, where), lists, slots, where)
+                templates.append(Template(str(intent), text, parse_template(text, f"{where}: '{sentence}'")))
+    if not templates:
+        raise GrammarError(f"{source}: no sentences")
+    return Grammar(name, templates, slots)
+
+
+def _mapping(value: Any, where: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise GrammarError(f"{where}: expected a mapping")
+    return value
+
+
+def _expanded(text: str, rules: Mapping[str, Any], where: str, depth: int = 0) -> str:
+    """`<rule>` replaced by its template in brackets, rules within rules too."""
+    if depth > MAX_RULE_DEPTH:
+        raise GrammarError(f"{where}: expansion rules refer to each other in a circle ('{text}')")
+
+    def rule(m: re.Match) -> str:
+        if m.group(1) not in rules:
+            raise GrammarError(f"{where}: unknown expansion rule <{m.group(1)}> (add it under expansion_rules:)")
+        return f"({_expanded(str(rules[m.group(1)]), rules, where, depth + 1)})"
+
+    return _RULE.sub(rule, text)
+
+
+def _lists_named(text: str, lists: Mapping[str, Any], slots: dict[str, Slot], where: str) -> str:
+    """`{list}` and `{list:slot}` as seqx slots (`{list}`, `{slot@list}`), each list's values made a slot."""
+
+    def named(m: re.Match) -> str:
+        list_name, slot = m.group(1), m.group(2) or m.group(1)
+        key = slot if slot == list_name else f"{slot}@{list_name}"
+        if key not in slots:
+            slots[key] = Slot(key, _values(list_name, lists, where))
+        return "{" + key + "}"
+
+    return _LIST.sub(named, text)
+
+
+def _values(list_name: str, lists: Mapping[str, Any], where: str) -> tuple[SlotValue, ...]:
+    spec = lists.get(list_name)
+    if spec is None:
+        raise GrammarError(f"{where}: list {{{list_name}}} has no values here (Home Assistant fills {{name}} and "
+                           f"{{area}} at run time): add it under lists: with values:")  # fmt: skip
+    if not isinstance(spec, Mapping):
+        raise GrammarError(f"{where}: lists: {list_name}: expected values: or range:")
+    if spec.get("wildcard"):
+        raise GrammarError(f"lists: {list_name}: a wildcard list says anything; a command model needs its values: "
+                           f"give it values:")  # fmt: skip
+    if "range" in spec:
+        span = _mapping(spec["range"], f"lists: {list_name}: range")
+        try:
+            first, last, step = int(span["from"]), int(span["to"]), int(span.get("step", 1))
+        except (KeyError, TypeError, ValueError):
+            raise GrammarError(f"lists: {list_name}: range: expected from:, to: (and step:) numbers") from None
+        if step <= 0 or last < first:
+            raise GrammarError(f"lists: {list_name}: range: from {first} to {last} by {step} says nothing")
+        return tuple(SlotValue(tuple(str(n).split()), n) for n in range(first, last + 1, step))
+    values = spec.get("values")
+    if not isinstance(values, list) or not values:
+        raise GrammarError(f"lists: {list_name}: expected values: a list")
+    return tuple(_value(value, list_name) for value in values)
+
+
+def _value(value: Any, list_name: str) -> SlotValue:
+    """ "words", or {in: "words", out: value}: said as `in`, reported as `out`."""
+    if isinstance(value, Mapping):
+        said, out = value.get("in"), value.get("out", value.get("in"))
+    else:
+        said, out = value, value
+    words = tuple(str(said).split()) if said is not None else ()
+    if not words:
+        raise GrammarError(f"lists: {list_name}: a value says nothing ({value!r})")
+    output: Output = out if isinstance(out, str | int | float | bool) else str(out)
+    return SlotValue(words, " ".join(words) if output == said and isinstance(output, str) else output)
