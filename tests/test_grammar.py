@@ -310,6 +310,40 @@ def test_home_assistant_intent_sentences_read_as_written(tmp_path: Path) -> None
             grammar_from_file(path)
 
 
+RHINO = """context:
+  expressions:
+    turnLights:
+      - "[switch, turn] $state:state (all) (the) [light, lights]"
+    changeColor:
+      - "@polite [change, set] (the) (light, lights) (to) $color:color"
+      - "(please)[change, set] the $location:room lights to $color:color"
+  slots:
+    state: ["off", "on"]
+    color: [blue, warm white]
+    location: [kitchen, living room]
+  macros:
+    polite: ["please", "could you"]
+"""
+
+
+def test_a_picovoice_rhino_context_reads_as_written(tmp_path: Path) -> None:
+    """Rhino's context YAML: `[a, b]` one of, `(a)` / `(a, b)` optional, `$type:name`, `@macro`."""
+    path = tmp_path / "lights.yml"
+    path.write_text(RHINO)
+    grammar = grammar_from_file(path)
+    assert grammar.parse("switch on all the lights").slots == {"state": "on"}
+    assert grammar.parse("could you set the lights to warm white").slots == {"color": "warm white"}
+    assert grammar.parse("please change the living room lights to blue").slots == {"room": "living room", "color": "blue"}
+    assert grammar.parse("change the lights blue") is None  # a macro's phrase is said: "@polite" is not optional
+    assert grammar.count() == len(enumerate_sentences(grammar)) == 2 * 2 * 2 * 2 * 2 + 2 * 2 * 2 * 3 * 2 * 2 + 2 * 2 * 2 * 2
+    result = CliRunner().invoke(_app(), ["grammar", str(path), "--show"])  # a grammar, not a recipe
+    assert result.exit_code == 0 and "changeColor" in result.output, result.output
+    for change, problem in [("$state:state", "$mood:state"), ("@polite", "@kind")]:
+        path.write_text(RHINO.replace(change, problem))
+        with pytest.raises(GrammarError, match=re.escape("unknown " + ("slot type $mood" if "$" in problem else "macro @kind"))):
+            grammar_from_file(path)
+
+
 def test_hash_holdout_is_stable_and_near_the_share() -> None:
     grammar = load_grammar(load_recipe(REPO / "recipes/smarthome.yaml"))
     rng = np.random.default_rng(0)

@@ -15,7 +15,7 @@ from seqx.recipe import DEFAULT_RECIPE
 
 
 def grammar(
-    path: Annotated[Path, typer.Argument(help="A recipe, or a grammar file: .jsgf/.gram, .txt (phrases), .json (Vosk), .ini (Rhasspy), .yaml.")] = (
+    path: Annotated[Path, typer.Argument(help="A recipe, or a grammar file: .jsgf/.gram, .txt (phrases), .json (Vosk), .ini (Rhasspy), .yaml (seqx, Home Assistant, Rhino).")] = (
         DEFAULT_RECIPE
     ),
     show: Annotated[bool, typer.Option("--show", help="Intents, slot sizes, vocabulary, sentence count.")] = False,

@@ -117,9 +117,12 @@ def grammar_from_dict(
     (the grammar file's) when relative."""
     name = name or str(raw.get("name", "grammar"))
     from seqx.grammar.hassil import hassil_to_grammar, is_hassil
+    from seqx.grammar.rhino import is_rhino, rhino_to_grammar
 
     if is_hassil(raw):  # Home Assistant's intent sentences
         return hassil_to_grammar(raw, source, name)
+    if is_rhino(raw):  # a Picovoice Rhino context
+        return rhino_to_grammar(raw, source, name)
     unknown = sorted(set(raw) - {"name", "intents", "slots"})
     if unknown:
         raise GrammarError(f"{source}: {unknown[0]}: unknown grammar key (expected intents, slots)")
@@ -274,7 +277,8 @@ def _at(source: str, needle: str) -> str:
 
 
 def open_grammar(path: str | Path, overrides: list[str] | None = None) -> Grammar:
-    """What `seqx grammar PATH` shows: a grammar file, or the grammar of a recipe (.yaml without `intents`)."""
+    """What `seqx grammar PATH` shows: a grammar file, or the grammar of a recipe (.yaml without `intents`
+    or a Rhino `context`)."""
     from seqx.errors import RecipeError
     from seqx.recipe_files import find_recipe
 
@@ -286,7 +290,9 @@ def open_grammar(path: str | Path, overrides: list[str] | None = None) -> Gramma
             pass  # not one: the grammar-file reader below says what is wrong with the path
     if path.suffix.lower() in (".yaml", ".yml") and path.is_file():
         raw = _yaml_or_nothing(path)
-        if isinstance(raw, dict) and "intents" not in raw and "grammar" not in raw:
+        from seqx.grammar.rhino import is_rhino
+
+        if isinstance(raw, dict) and "intents" not in raw and "grammar" not in raw and not is_rhino(raw):
             from seqx.recipe import load_recipe
 
             grammar = load_grammar(load_recipe(path, overrides), path)
