@@ -139,5 +139,8 @@ def _value(value: Any, list_name: str) -> SlotValue:
     words = tuple(str(said).split()) if said is not None else ()
     if not words:
         raise GrammarError(f"lists: {list_name}: a value says nothing ({value!r})")
+    if re.search(r"[()\[\]|{}<>]", str(said)):
+        raise GrammarError(f"lists: {list_name}: value '{said}' holds template syntax; write each way to say it "
+                           f"as a value of its own (with the same out:)")  # fmt: skip
     output: Output = out if isinstance(out, str | int | float | bool) else str(out)
     return SlotValue(words, " ".join(words) if output == said and isinstance(output, str) else output)
