@@ -33,7 +33,7 @@ from seqx.grammar.errors import GrammarError
 from seqx.grammar.model import Grammar, Output, Slot, SlotValue, Template
 from seqx.grammar.syntax import parse_template
 
-HASSIL_KEYS = {"language", "intents", "lists", "expansion_rules", "skip_words"}
+HASSIL_KEYS = {"language", "intents", "lists", "expansion_rules", "skip_words", "responses"}
 _RULE = re.compile(r"<([^<>\s]+)>")
 _LIST = re.compile(r"\{\s*([^{}:\s]+)\s*(?::\s*([^{}\s]+)\s*)?\}")
 MAX_RULE_DEPTH = 20
