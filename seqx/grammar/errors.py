@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from seqx.errors import RecipeError, SeqxError
 
 
@@ -11,3 +14,12 @@ class GrammarError(RecipeError, SeqxError):
     A RecipeError too: the grammar is part of what the user wrote, so the CLI exits 2 for it,
     as for any other bad setting.
     """
+
+
+def yaml_mapping(value: Any, where: str) -> Mapping[str, Any]:
+    """A section of a grammar's YAML that must be a mapping ({} when absent), or the error that says where."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise GrammarError(f"{where}: expected a mapping")
+    return value

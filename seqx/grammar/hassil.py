@@ -29,7 +29,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from seqx.grammar.errors import GrammarError
+from seqx.grammar.errors import GrammarError, yaml_mapping
 from seqx.grammar.model import Grammar, Output, Slot, SlotValue, Template
 from seqx.grammar.syntax import parse_template
 
@@ -50,11 +50,11 @@ def is_hassil(raw: Mapping[str, Any]) -> bool:
 
 
 def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str) -> Grammar:
-    rules = _mapping(raw.get("expansion_rules"), f"{source}: expansion_rules")
-    lists = _mapping(raw.get("lists"), f"{source}: lists")
+    rules = yaml_mapping(raw.get("expansion_rules"), f"{source}: expansion_rules")
+    lists = yaml_mapping(raw.get("lists"), f"{source}: lists")
     slots: dict[str, Slot] = {}
     templates: list[Template] = []
-    for intent, spec in _mapping(raw.get("intents"), f"{source}: intents").items():
+    for intent, spec in yaml_mapping(raw.get("intents"), f"{source}: intents").items():
         blocks = spec.get("data") if isinstance(spec, Mapping) else None
         if not isinstance(blocks, list):
             raise GrammarError(f"{source}: intents: {intent}: expected data: a list of blocks with sentences")
@@ -62,21 +62,13 @@ def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str) -> Grammar
             where = f"{source}: intents: {intent}: data {number}"
             if not isinstance(block, Mapping) or not isinstance(block.get("sentences"), list):
                 raise GrammarError(f"{where}: expected sentences: a list of templates")
-            local = {**rules, **_mapping(block.get("expansion_rules"), f"{where}: expansion_rules")}
+            local = {**rules, **yaml_mapping(block.get("expansion_rules"), f"{where}: expansion_rules")}
             for sentence in block["sentences"]:
                 text = _lists_named(_expanded(str(sentence), local, where), lists, slots, where)
                 templates.append(Template(str(intent), text, parse_template(text, f"{where}: '{sentence}'")))
     if not templates:
         raise GrammarError(f"{source}: no sentences")
     return Grammar(name, templates, slots)
-
-
-def _mapping(value: Any, where: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise GrammarError(f"{where}: expected a mapping")
-    return value
 
 
 def _expanded(text: str, rules: Mapping[str, Any], where: str, depth: int = 0) -> str:
@@ -116,7 +108,7 @@ def _values(list_name: str, lists: Mapping[str, Any], where: str) -> tuple[SlotV
         raise GrammarError(f"lists: {list_name}: a wildcard list says anything; a command model needs its values: "
                            f"give it values:")  # fmt: skip
     if "range" in spec:
-        span = _mapping(spec["range"], f"lists: {list_name}: range")
+        span = yaml_mapping(spec["range"], f"lists: {list_name}: range")
         try:
             first, last, step = int(span["from"]), int(span["to"]), int(span.get("step", 1))
         except (KeyError, TypeError, ValueError):

@@ -24,7 +24,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from seqx.grammar.errors import GrammarError
+from seqx.grammar.errors import GrammarError, yaml_mapping
 from seqx.grammar.model import Grammar, Slot, SlotValue, Template
 from seqx.grammar.syntax import parse_template
 
@@ -40,9 +40,9 @@ def is_rhino(raw: Mapping[str, Any]) -> bool:
 
 def rhino_to_grammar(raw: Mapping[str, Any], source: str, name: str) -> Grammar:
     context = raw["context"]
-    expressions = _mapping(context.get("expressions"), f"{source}: context: expressions")
-    types = _mapping(context.get("slots"), f"{source}: context: slots")
-    macros = _mapping(context.get("macros"), f"{source}: context: macros")
+    expressions = yaml_mapping(context.get("expressions"), f"{source}: context: expressions")
+    types = yaml_mapping(context.get("slots"), f"{source}: context: slots")
+    macros = yaml_mapping(context.get("macros"), f"{source}: context: macros")
     slots: dict[str, Slot] = {}
     templates = []
     for intent, lines in expressions.items():
@@ -53,14 +53,6 @@ def rhino_to_grammar(raw: Mapping[str, Any], source: str, name: str) -> Grammar:
             text = _seqx_syntax(str(line), types, macros, slots, where)
             templates.append(Template(str(intent), text, parse_template(text, where)))
     return Grammar(name, templates, slots)
-
-
-def _mapping(value: Any, where: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise GrammarError(f"{where}: expected a mapping")
-    return value
 
 
 def _seqx_syntax(line: str, types: Mapping[str, Any], macros: Mapping[str, Any], slots: dict[str, Slot],
