@@ -135,7 +135,6 @@ def locate_bundle(folder: Path | None, default: Path, recipe: str | Path) -> Pat
 
         if not folder.is_file():
             raise SeqxError(f"{folder}: no such recipe file")
-
         folder, recipe = load_recipe(folder).bundle_dir, folder
         if not (folder / CONFIG).is_file():
             raise SeqxError(f"{folder}: no trained model bundle here: run `seqx train {recipe}` first")
