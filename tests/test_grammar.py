@@ -271,11 +271,13 @@ intents:
     data:
       - sentences: ["set [the] {area:room} brightness to {brightness}[ percent]", "<turn> [the] {name} {color}"]
         expansion_rules: {turn: "(make | set)"}
+      - sentences: ["[[the] brightness of] {name} to [the] {level:brightness}"]
 lists:
   name: {values: ["lamp", {in: "ceiling light", out: light.ceiling}]}
   area: {values: [kitchen, living room]}
   color: {values: [red, warm white]}
   brightness: {range: {type: number, from: 0, to: 100, step: 50}}
+  level: {values: [{in: "(max | maximum)", out: 100}, {in: "min[imum]", out: 0}]}
 expansion_rules: {turn: "(turn | switch)"}
 skip_words: [please]
 """
@@ -293,7 +295,9 @@ def test_home_assistant_intent_sentences_read_as_written(tmp_path: Path) -> None
     assert grammar.parse("set kitchen brightness to 50 percent").slots == {"room": "kitchen", "brightness": 50}
     assert grammar.parse("make the lamp warm white").intent == "HassLightSet"
     assert grammar.parse("turn the lamp red") is None  # the intent's own <turn> is "(make | set)"
-    assert grammar.count() == len(enumerate_sentences(grammar)) == 24 + 64 + 24 + 16
+    assert grammar.parse("the brightness of lamp to the maximum").slots == {"name": "lamp", "brightness": 100}
+    assert grammar.parse("lamp to min").slots == {"name": "lamp", "brightness": 0}  # a value's template: each way
+    assert grammar.count() == len(enumerate_sentences(grammar)) == 24 + 64 + 24 + 16 + 3 * 2 * 2 * 4
     assert Grammar.from_dict(json.loads(grammar.to_json())).count() == grammar.count()  # as a bundle stores it
     for change, problem in [("  area: {values: [kitchen, living room]}\n", "list {area} has no values here"),
                             ("brightness: {range:", "brightness: {wildcard: true, range:"),

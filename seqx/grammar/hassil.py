@@ -17,6 +17,7 @@ user's commands, as they wrote them.
 The templates are seqx's own syntax but for two things: `{list:slot}` (a list reported under another
 name: seqx's `{slot@list}`) and `<rule>` (an expansion rule, the intent's own `expansion_rules` before
 the file's), which are rewritten; brackets against letters (`light[s]`) are one word, as in seqx.
+A list value's `in` may be a template (`(max | maximum)`: each way it says is a value with that `out`).
 A list Home Assistant fills at run time (`{name}`, `{area}` with no `lists:` entry) and a `wildcard`
 list have no values to train on: an error says to give them `values:`. `skip_words`,
 `requires_context`, `excludes_context` and `response` are read and ignored; fixed `slots:` are not
@@ -31,12 +32,13 @@ from typing import Any
 
 from seqx.grammar.errors import GrammarError, yaml_mapping
 from seqx.grammar.model import Grammar, Output, Slot, SlotValue, Template
-from seqx.grammar.syntax import parse_template
+from seqx.grammar.syntax import Alt, Expr, Opt, SlotRef, Word, parse_template
 
 HASSIL_KEYS = {"language", "intents", "lists", "expansion_rules", "skip_words", "responses"}
 _RULE = re.compile(r"<([^<>\s]+)>")
 _LIST = re.compile(r"\{\s*([^{}:\s]+)\s*(?::\s*([^{}\s]+)\s*)?\}")
 MAX_RULE_DEPTH = 20
+MAX_WAYS = 1000  # ways one list value may say itself
 
 
 def is_hassil(raw: Mapping[str, Any]) -> bool:
@@ -119,20 +121,39 @@ def _values(list_name: str, lists: Mapping[str, Any], where: str) -> tuple[SlotV
     values = spec.get("values")
     if not isinstance(values, list) or not values:
         raise GrammarError(f"lists: {list_name}: expected values: a list")
-    return tuple(_value(value, list_name) for value in values)
+    return tuple(way for value in values for way in _value(value, list_name))
 
 
-def _value(value: Any, list_name: str) -> SlotValue:
-    """ "words", or {in: "words", out: value}: said as `in`, reported as `out`."""
+def _value(value: Any, list_name: str) -> list[SlotValue]:
+    """ "words", or {in: "words", out: value}: said as `in`, reported as `out`; an `in` written as a
+    template (`(max | maximum | highest)`, as Home Assistant's _common.yaml has it) is each way it says."""
     if isinstance(value, Mapping):
         said, out = value.get("in"), value.get("out", value.get("in"))
     else:
         said, out = value, value
-    words = tuple(str(said).split()) if said is not None else ()
-    if not words:
+    if said is None or not str(said).split():
         raise GrammarError(f"lists: {list_name}: a value says nothing ({value!r})")
-    if re.search(r"[()\[\]|{}<>]", str(said)):
-        raise GrammarError(f"lists: {list_name}: value '{said}' holds template syntax; write each way to say it "
-                           f"as a value of its own (with the same out:)")  # fmt: skip
     output: Output = out if isinstance(out, str | int | float | bool) else str(out)
-    return SlotValue(words, " ".join(words) if output == said and isinstance(output, str) else output)
+    if not re.search(r"[()\[\]|{}<>]", str(said)):
+        words = tuple(str(said).split())
+        return [SlotValue(words, " ".join(words) if output == said and isinstance(output, str) else output)]
+    ways = _ways(parse_template(str(said), f"lists: {list_name}: '{said}'"), list_name)
+    return [SlotValue(words, output if output != said else " ".join(words)) for words in ways]
+
+
+def _ways(expr: Expr, list_name: str) -> list[tuple[str, ...]]:
+    """Every way a list value's template says it (words only: a list value holds no slot)."""
+    if isinstance(expr, Word):
+        return [(expr.text,)]
+    if isinstance(expr, SlotRef):
+        raise GrammarError(f"lists: {list_name}: a value refers to a list ({{{expr.name}}}); write its words")
+    if isinstance(expr, Opt):
+        return [(), *_ways(expr.item, list_name)]
+    if isinstance(expr, Alt):
+        return [way for option in expr.options for way in _ways(option, list_name)]
+    ways: list[tuple[str, ...]] = [()]
+    for item in expr.items:
+        ways = [head + tail for head in ways for tail in _ways(item, list_name)]
+        if len(ways) > MAX_WAYS:
+            raise GrammarError(f"lists: {list_name}: a value says more than {MAX_WAYS} things")
+    return [way for way in ways if way]
