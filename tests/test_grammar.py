@@ -299,6 +299,20 @@ def test_home_assistant_intent_sentences_read_as_written(tmp_path: Path) -> None
     assert grammar.parse("lamp to min").slots == {"name": "lamp", "brightness": 0}  # a value's template: each way
     assert grammar.count() == len(enumerate_sentences(grammar)) == 24 + 64 + 24 + 16 + 3 * 2 * 2 * 4
     assert Grammar.from_dict(json.loads(grammar.to_json())).count() == grammar.count()  # as a bundle stores it
+    # a folder of them, as the intents repo keeps a language: _common.yaml's lists and rules, a file an intent
+    import yaml
+
+    raw = yaml.safe_load(HASSIL)
+    folder = tmp_path / "en"
+    folder.mkdir()
+    (folder / "_common.yaml").write_text(yaml.safe_dump({k: raw[k] for k in ("language", "lists", "expansion_rules")}))
+    for intent, spec in raw["intents"].items():
+        (folder / f"light_{intent}.yaml").write_text(yaml.safe_dump({"language": "en", "intents": {intent: spec}}))
+    assert grammar_from_file(folder).count() == grammar.count()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(GrammarError, match="no .yaml files in it"):
+        grammar_from_file(empty)
     for change, problem in [("  area: {values: [kitchen, living room]}\n", "list {area} has no values here"),
                             ("brightness: {range:", "brightness: {wildcard: true, range:"),
                             ('expansion_rules: {turn: "(turn | switch)"}', "unknown expansion rule <turn>"),

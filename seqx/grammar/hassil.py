@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from seqx.grammar.errors import GrammarError, yaml_mapping
@@ -49,6 +50,36 @@ def is_hassil(raw: Mapping[str, Any]) -> bool:
         and isinstance(intents, Mapping)
         and any(isinstance(spec, Mapping) and "data" in spec for spec in intents.values())
     )
+
+
+def folder_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.suffix.lower() in (".yaml", ".yml") and p.is_file())
+
+
+def hassil_folder(folder: Path) -> Grammar:
+    """A folder of HassIL files (the intents repo's `sentences/en/`, `_common.yaml` among them, and a file
+    of your own lists), merged as HassIL merges them: intents' data blocks joined, lists and rules by name."""
+    from seqx.grammar.load import _yaml_or_nothing
+
+    files = folder_files(folder)
+    if not files:
+        raise GrammarError(f"{folder}: a folder grammar is Home Assistant's intent sentences: no .yaml files in it")
+    merged: dict[str, Any] = {"intents": {}}
+    for path in files:
+        raw = _yaml_or_nothing(path)
+        if not isinstance(raw, Mapping) or not set(raw) <= HASSIL_KEYS:
+            raise GrammarError(f"{path}: not Home Assistant's intent sentences (language, intents, lists, "
+                               f"expansion_rules, skip_words)")  # fmt: skip
+        for intent, spec in yaml_mapping(raw.get("intents"), f"{path}: intents").items():
+            blocks = spec.get("data") if isinstance(spec, Mapping) else None
+            if not isinstance(blocks, list):
+                raise GrammarError(f"{path}: intents: {intent}: expected data: a list of blocks with sentences")
+            merged["intents"].setdefault(intent, {"data": []})["data"] += blocks
+        for key in ("lists", "expansion_rules"):
+            merged.setdefault(key, {}).update(yaml_mapping(raw.get(key), f"{path}: {key}"))
+    if not merged["intents"]:
+        raise GrammarError(f"{folder}: no intents in its .yaml files")
+    return hassil_to_grammar(merged, str(folder), folder.name)
 
 
 def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str) -> Grammar:

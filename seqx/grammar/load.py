@@ -37,6 +37,10 @@ SUFFIXES = {
 def grammar_files(path: Path) -> list[Path]:
     """A grammar file and, for JSGF, every file its imports read, for Rhasspy's sentences.ini and a
     YAML grammar its slot files (what a corpus made from it depends on)."""
+    if path.is_dir():  # a folder of Home Assistant's intent sentences: every file in it
+        from seqx.grammar.hassil import folder_files
+
+        return folder_files(path)
     files = [path]
     if path.suffix.lower() == ".ini" and (path.parent / "slots").is_dir():
         files += sorted(f for f in (path.parent / "slots").rglob("*") if f.is_file())
@@ -71,6 +75,10 @@ def grammar_from_file(path: str | Path) -> Grammar:
     """A grammar file, by extension: .jsgf/.gram (JSGF), .txt (a phrase list), .json (Vosk's phrase
     list), .ini (Rhasspy's sentences.ini), .yaml/.yml."""
     path = Path(path)
+    if path.is_dir():  # Home Assistant keeps a language's sentences in a folder of files
+        from seqx.grammar.hassil import hassil_folder
+
+        return hassil_folder(path)
     kind = SUFFIXES.get(path.suffix.lower())
     if kind is None:
         raise GrammarError(f"{path}: not a grammar file (expected {', '.join(sorted(SUFFIXES))})")
