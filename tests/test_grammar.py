@@ -297,7 +297,9 @@ def test_home_assistant_intent_sentences_read_as_written(tmp_path: Path) -> None
     assert grammar.parse("turn the lamp red") is None  # the intent's own <turn> is "(make | set)"
     assert grammar.parse("the brightness of lamp to the maximum").slots == {"name": "lamp", "brightness": 100}
     assert grammar.parse("lamp to min").slots == {"name": "lamp", "brightness": 0}  # a value's template: each way
-    assert grammar.count() == len(enumerate_sentences(grammar)) == 24 + 64 + 24 + 16 + 3 * 2 * 2 * 4
+    # skip_words ("please") before or after any sentence: each said alone, after one, around, before one
+    assert grammar.parse("please switch on the lamp light please").intent == grammar.parse("turn on lamp please").intent
+    assert grammar.count() == len(enumerate_sentences(grammar)) == 4 * (24 + 64 + 24 + 16 + 3 * 2 * 2 * 4)
     assert Grammar.from_dict(json.loads(grammar.to_json())).count() == grammar.count()  # as a bundle stores it
     # a folder of them, as the intents repo keeps a language: _common.yaml's lists and rules, a file an intent
     import yaml
@@ -305,7 +307,8 @@ def test_home_assistant_intent_sentences_read_as_written(tmp_path: Path) -> None
     raw = yaml.safe_load(HASSIL)
     folder = tmp_path / "en"
     folder.mkdir()
-    (folder / "_common.yaml").write_text(yaml.safe_dump({k: raw[k] for k in ("language", "lists", "expansion_rules")}))
+    common = ("language", "lists", "expansion_rules", "skip_words")
+    (folder / "_common.yaml").write_text(yaml.safe_dump({k: raw[k] for k in common}))
     for intent, spec in raw["intents"].items():
         (folder / f"light_{intent}.yaml").write_text(yaml.safe_dump({"language": "en", "intents": {intent: spec}}))
     assert grammar_from_file(folder).count() == grammar.count()
