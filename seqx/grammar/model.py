@@ -89,6 +89,8 @@ class Grammar:
     templates: list[Template]
     slots: dict[str, Slot] = field(default_factory=dict)
     _balanced: dict[str, np.ndarray] = field(default_factory=dict, init=False, repr=False, compare=False)
+    # `spoken` per spelling: `seqx grammar --show` asks for it three times, the data stage twice
+    _spoken: dict[Callable[[str], str], Grammar] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # a template that can say nothing (`[go] [now]`, JSGF's `go*`) keeps every sentence but the empty one
@@ -324,6 +326,12 @@ class Grammar:
 
     # -- as decoding hears it --
     def spoken(self, normalize: Callable[[str], str]) -> Grammar:
+        """`_respelled(normalize)`, made once for each spelling."""
+        if normalize not in self._spoken:
+            self._spoken[normalize] = self._respelled(normalize)
+        return self._spoken[normalize]
+
+    def _respelled(self, normalize: Callable[[str], str]) -> Grammar:
         """The grammar with its words as the tokenizer normalizes them (`normalize`), which is how a
         decoded text spells them: a grammar of "TURN ON", "Coke" or "Mr. Smith" parses "turn on",
         "coke" and "mr smith" (a word may become several, or none). Words side by side (a template's

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -60,16 +61,22 @@ def summarize(grammar: Grammar) -> GrammarSummary:
 
 def _as_decoded(grammar: Grammar) -> tuple[Grammar, Callable[[str], str]]:
     """The grammar with its words as a decoded text spells them ("Turn" is "turn", "Stop." is "stop"),
-    and that spelling (the default tokenizer's normalization)."""
-    from seqx.recipe import TokenizerSettings
+    and that spelling (the default tokenizer's normalization: one function, so the grammar spells
+    itself once for all the checks that ask)."""
+    return grammar.spoken(_decoded_spelling), _decoded_spelling
+
+
+def _decoded_spelling(text: str) -> str:
     from seqx.tokenize.text import normalize_text
 
-    settings = TokenizerSettings()
+    return normalize_text(text, _default_tokenizer())
 
-    def normalize(text: str) -> str:
-        return normalize_text(text, settings)
 
-    return grammar.spoken(normalize), normalize
+@functools.cache
+def _default_tokenizer() -> Any:
+    from seqx.recipe import TokenizerSettings
+
+    return TokenizerSettings()
 
 
 def shared_warning(first: str, second: str, sentence: str) -> str:
