@@ -38,6 +38,7 @@ from seqx.grammar.syntax import Alt, Expr, Opt, SlotRef, Word, parse_template
 
 HASSIL_KEYS = {"language", "intents", "lists", "expansion_rules", "skip_words", "responses"}
 _RULE = re.compile(r"<([^<>\s]+)>")
+_TEMPLATE_SYNTAX = re.compile(r"[()\[\]|{}<>]")
 _LIST = re.compile(r"\{\s*([^{}:\s]+)\s*(?::\s*([^{}\s]+)\s*)?\}")
 MAX_RULE_DEPTH = 20
 MAX_WAYS = 1000  # ways one list value may say itself
@@ -72,14 +73,10 @@ def hassil_folder(folder: Path) -> Grammar:
             raise GrammarError(f"{path}: not Home Assistant's intent sentences (language, intents, lists, "
                                f"expansion_rules, skip_words)")  # fmt: skip
         for intent, spec in yaml_mapping(raw.get("intents"), f"{path}: intents").items():
-            blocks = spec.get("data") if isinstance(spec, Mapping) else None
-            if not isinstance(blocks, list):
-                raise GrammarError(f"{path}: intents: {intent}: expected data: a list of blocks with sentences")
-            merged["intents"].setdefault(intent, {"data": []})["data"] += blocks
+            merged["intents"].setdefault(intent, {"data": []})["data"] += _data_blocks(spec, f"{path}: intents: {intent}")
         for key in ("lists", "expansion_rules"):
             merged.setdefault(key, {}).update(yaml_mapping(raw.get(key), f"{path}: {key}"))
-        skip = raw.get("skip_words") or []
-        merged["skip_words"] = [*merged.get("skip_words", []), *(w for w in skip if w not in merged.get("skip_words", []))]
+        merged["skip_words"] = list(dict.fromkeys([*merged.get("skip_words", []), *_skip_words(raw, str(path))]))
     if not merged["intents"]:
         raise GrammarError(f"{folder}: no intents in its .yaml files")
     return hassil_to_grammar(merged, str(folder), folder.name)
@@ -88,16 +85,11 @@ def hassil_folder(folder: Path) -> Grammar:
 def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str) -> Grammar:
     rules = yaml_mapping(raw.get("expansion_rules"), f"{source}: expansion_rules")
     lists = yaml_mapping(raw.get("lists"), f"{source}: lists")
-    skip = raw.get("skip_words") or []
-    if not isinstance(skip, list) or any(re.search(r"[()\[\]|{}<>]", str(w)) or not str(w).strip() for w in skip):
-        raise GrammarError(f"{source}: skip_words: expected a list of words or phrases")
+    skip = _skip_words(raw, source)
     slots: dict[str, Slot] = {}
     templates: list[Template] = []
     for intent, spec in yaml_mapping(raw.get("intents"), f"{source}: intents").items():
-        blocks = spec.get("data") if isinstance(spec, Mapping) else None
-        if not isinstance(blocks, list):
-            raise GrammarError(f"{source}: intents: {intent}: expected data: a list of blocks with sentences")
-        for number, block in enumerate(blocks, 1):
+        for number, block in enumerate(_data_blocks(spec, f"{source}: intents: {intent}"), 1):
             where = f"{source}: intents: {intent}: data {number}"
             if not isinstance(block, Mapping) or not isinstance(block.get("sentences"), list):
                 raise GrammarError(f"{where}: expected sentences: a list of templates")
@@ -109,6 +101,20 @@ def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str) -> Grammar
     if not templates:
         raise GrammarError(f"{source}: no sentences")
     return Grammar(name, templates, slots)
+
+
+def _data_blocks(spec: Any, where: str) -> list[Any]:
+    blocks = spec.get("data") if isinstance(spec, Mapping) else None
+    if not isinstance(blocks, list):
+        raise GrammarError(f"{where}: expected data: a list of blocks with sentences")
+    return blocks
+
+
+def _skip_words(raw: Mapping[str, Any], source: str) -> list[Any]:
+    skip = raw.get("skip_words") or []
+    if not isinstance(skip, list) or any(_TEMPLATE_SYNTAX.search(str(w)) or not str(w).strip() for w in skip):
+        raise GrammarError(f"{source}: skip_words: expected a list of words or phrases")
+    return skip
 
 
 SKIP_FIRST_WEIGHT = 0.2  # a sentence said after a skip word ("please ...", "can you ..."), against 1 without
@@ -186,7 +192,7 @@ def _value(value: Any, list_name: str) -> list[SlotValue]:
     if said is None or not str(said).split():
         raise GrammarError(f"lists: {list_name}: a value says nothing ({value!r})")
     output: Output = out if isinstance(out, str | int | float | bool) else str(out)
-    if not re.search(r"[()\[\]|{}<>]", str(said)):
+    if not _TEMPLATE_SYNTAX.search(str(said)):
         words = tuple(str(said).split())
         return [SlotValue(words, " ".join(words) if output == said and isinstance(output, str) else output)]
     ways = _ways(parse_template(str(said), f"lists: {list_name}: '{said}'"), list_name)

@@ -65,8 +65,7 @@ def _seqx_syntax(line: str, types: Mapping[str, Any], macros: Mapping[str, Any],
             raise GrammarError(f"{where}: unknown macro @{m.group(1)} (add it under macros: with its phrases)")
         return "[" + ", ".join(str(p) for p in phrases) + "]"
 
-    def slot(m: re.Match) -> str:
-        kind, reported = m.group(1), m.group(2)
+    def slot(kind: str, reported: str) -> str:
         values = types.get(kind)
         if not isinstance(values, list) or not values:
             raise GrammarError(f"{where}: unknown slot type ${kind} (add it under slots: with its values)")
@@ -80,7 +79,7 @@ def _seqx_syntax(line: str, types: Mapping[str, Any], macros: Mapping[str, Any],
     for i in range(0, len(parts), 3):
         said.append("".join(_BRACKETS.get(c, c) for c in parts[i]))
         if i + 2 < len(parts):
-            said.append(slot(_SLOT.match(f"${parts[i + 1]}:{parts[i + 2]}")))  # type: ignore[arg-type]
+            said.append(slot(parts[i + 1], parts[i + 2]))
     return " ".join("".join(said).split())
 
 
