@@ -49,9 +49,13 @@ _AFTER_NUMBER = "|".join(re.escape(u) for u in sorted(UNITS_AFTER_A_NUMBER, key=
 _DOMAINS = "com|org|net|edu|gov|io|co|uk|us|ca|de|fr|ai|app|dev"
 
 
+def _unit_name(unit: str) -> str:
+    return _UNITS.get(unit.lower()) or _GLUED_UNITS[unit.lower()]
+
+
 def _unit_words(unit: str, count: str | None) -> str:
     """The unit's name, plural unless it follows the number 1 ("1km" is one kilometer)."""
-    name = _UNITS.get(unit.lower()) or _GLUED_UNITS[unit.lower()]
+    name = _unit_name(unit)
     if count == "1" or unit.lower() in _AS_NAMED or name.endswith("per hour"):
         return name
     return _PLURALS.get(name, name + "s")
@@ -98,9 +102,7 @@ _FRACTION_SIZES = {"½": "half", "⅓": "third", "⅔": "two thirds", "¼": "qua
 
 
 def _fraction_size(m: re.Match) -> str:
-    unit = m.group(2).lower()
-    name = _UNITS.get(unit) or _GLUED_UNITS[unit]
-    return f" {_FRACTION_SIZES[m.group(1)]} {name} "
+    return f" {_FRACTION_SIZES[m.group(1)]} {_unit_name(m.group(2))} "
 
 
 def _digits(group: str) -> str:
@@ -112,10 +114,9 @@ def _digits(group: str) -> str:
 
 def _phone(m: re.Match) -> str:
     """A phone number's groups, digit by digit; a toll-free "800" is "eight hundred"."""
-    groups = [g for g in m.groups() if g]
-    said = [_digits(g) if not (len(g) == 3 and g.endswith("00")) or i == len(groups) - 1 else _hundreds(g)
-            for i, g in enumerate(groups)]  # fmt: skip
-    return f" {' '.join(said)} "
+    *codes, last = [g for g in m.groups() if g]
+    said = [_hundreds(g) if len(g) == 3 and g.endswith("00") else _digits(g) for g in codes]
+    return f" {' '.join([*said, _digits(last)])} "
 
 
 def _hundreds(group: str) -> str:
