@@ -56,6 +56,8 @@ class StreamLevel:
     (its last `memory_s` seconds), to `level_dbfs`: a quiet microphone's commands reach Silero at a
     level it hears, and its endpoints stay where the speech is."""
 
+    FLOOR_EVERY = 16  # 0.5 s: a room's level moves slowly, and the percentile costs as much as the rest
+
     def __init__(self, sample_rate: int = 16000, memory_s: float = 10.0, level_dbfs: float = STREAM_LEVEL_DBFS) -> None:
         self.rate, self.memory_s, self.level_dbfs = sample_rate, memory_s, level_dbfs
         self.reset()
@@ -66,8 +68,6 @@ class StreamLevel:
         self.count = 0
         self.floor_levels: deque[float] = deque(maxlen=max(1, int(self.memory_s * self.rate / WINDOW)))
         self.floor = 0.0  # dBFS: the quietest tenth of the windows, looked at every FLOOR_EVERY windows
-
-    FLOOR_EVERY = 16  # 0.5 s: a room's level moves slowly, and the percentile costs as much as the rest
 
     def raise_window(self, window: np.ndarray) -> np.ndarray:
         square = float(np.dot(window, window)) / max(window.size, 1)
