@@ -676,6 +676,11 @@ class ListenSettings(_Section):
     # free, since min_silence_ms of it is in hand when the command ends (never more than that)
     post_roll_ms: int = Field(300, ge=0, le=2000)
     energy_margin_db: float = Field(12.0, ge=0.0, le=60.0)  # energy gate: this far above the noise floor = speech
+    # a word to say before each command (seqx/listen/wake.py): alexa, hey jarvis, hey mycroft, hey rhasspy
+    # (openwakeword's shipped models) or an openWakeWord .onnx file; none: every command is decoded
+    wake_word: str | None = None
+    wake_threshold: float = Field(0.5, gt=0.0, lt=1.0)  # the wake model's score that counts (openWakeWord's default)
+    wake_follow_s: float = Field(4.0, ge=0.5, le=30.0)  # after the wake word said alone, how long the next command may wait
 
 
 class ActionSettings(_Section):

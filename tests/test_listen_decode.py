@@ -147,3 +147,39 @@ def test_long_file_is_cut_at_pauses_and_never_costs_the_batch(
     assert long.text == " ".join(heard) and set(alone) <= set(heard)  # every command, each in a piece of its own
     assert corrupt.error and not corrupt.text
     assert single.segments is None and single.text == transcribe_files(bundle, [first_file], settings)[0].text
+
+
+def test_with_a_wake_word_only_the_commands_after_it_are_decoded(
+    trained: tuple[Recipe, Bundle], stream: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    """`--wake-word "hey jarvis"`: espeak-ng's "hey jarvis" right before the first command (one breath),
+    nothing before the second, said alone 0.8 s before the third. The first and third are decoded as
+    the model decodes their files alone (the word is cut off the first), the second is not decoded."""
+    recipe, bundle = trained
+    _, alone = stream
+    utts = [u for u in read_manifest(recipe.data_dir / "train.jsonl") if u.text]
+    picked: dict[str, str] = {}
+    for utt in utts:
+        picked.setdefault(utt.text, utt.audio)
+    first, second, third = (load_audio(p, R).numpy() for p in list(picked.values())[:3])
+    said = tmp_path / "wake.wav"
+    subprocess.run(["espeak-ng", "-v", "en-us", "-w", str(said), "hey jarvis"], check=True)
+    word = load_audio(str(said), R).numpy()
+    word = word[: np.flatnonzero(np.abs(word) > 0.01)[-1] + 1]  # espeak's trailing silence off: one breath
+    gap = np.zeros(int(1.5 * R), dtype=np.float32)
+    # digital silence between, as in the module's stream: this model never heard room tone
+    wave = np.concatenate([gap, word, np.zeros(R // 8, np.float32), first, gap, second, gap, word,
+                           np.zeros(int(0.8 * R), np.float32), third, gap])
+    path = tmp_path / "woken.wav"
+    sf.write(path, wave, R, subtype="PCM_16")
+    run = _cli("--model", str(bundle.folder), "--input", str(path), "--wake-word", "hey jarvis", "--json")
+    assert run.returncode == 0, run.stderr
+    events = [json.loads(line) for line in run.stdout.splitlines()]
+    assert [e["text"] for e in events if e["understood"]] == [alone[0], alone[2]], json.dumps(events)
+    second_at = (2 * gap.size + word.size + R // 8 + first.size) / R
+    second_span = (second_at, second_at + second.size / R)
+    heard_second = [e for e in events if second_span[0] <= e["start"] < second_span[1]]
+    assert len(heard_second) == 1 and heard_second[0]["wake"] is None  # heard, not decoded
+    plain = _cli("--model", str(bundle.folder), "--input", str(path), "--wake-word", "hey jarvis")
+    assert [line.split("\t")[0] for line in plain.stdout.splitlines()] == [alone[0], alone[2]]
+    assert plain.stderr.count("(hey jarvis)") == 2  # shown when heard, so a person knows to go on

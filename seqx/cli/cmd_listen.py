@@ -6,14 +6,17 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import numpy as np
 import typer
 
 from seqx.cli.common import SetOpt, console, out, print_error, print_warning
 from seqx.errors import SeqxError
-from seqx.recipe import DEFAULT_RECIPE, Recipe, load_recipe, recipe_from_dict
+from seqx.recipe import DEFAULT_RECIPE, ListenSettings, Recipe, load_recipe, recipe_from_dict
+
+if TYPE_CHECKING:
+    from seqx.listen.wake import WakeGate
 
 InputOpt = Annotated[
     str,
@@ -64,6 +67,12 @@ def listen(
     run: Annotated[
         bool, typer.Option("--run", help="Execute the recipe's matching actions (never without this).")
     ] = False,
+    wake_word: Annotated[
+        Optional[str],
+        typer.Option("--wake-word", "-w",
+                     help="Decode only what follows this word: alexa, 'hey jarvis', 'hey mycroft', 'hey rhasspy' "
+                          "or an openWakeWord .onnx file (listen.wake_word).")
+    ] = None,
     overrides: SetOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object per line on stdout.")] = False,
 ) -> None:
@@ -78,6 +87,7 @@ def listen(
         raise SeqxError("--run: the recipe has no actions: section, so there is nothing to run")
     if input_ not in ("mic", "-") and not Path(input_).is_file():
         raise SeqxError(f"{input_}: no such file (--input takes mic, - or an audio file)")
+    wake = _wake_gate(settings.listen, wake_word, show=not json_out)
     decode = None if segments_only else _decoder(model, settings, grammar, overrides)
     vad, note = load_vad(settings.listen.vad, settings.listen.energy_margin_db)
     if note:
@@ -86,8 +96,9 @@ def listen(
     source = open_source(input_, rate=rate, realtime=realtime, device=device, on_clipping=print_warning,
                          channels=channels)
     if input_ == "mic":
-        console.print("listening (Ctrl-C stops)", highlight=False)
-    events = run_session(source, vad, settings.listen, decode)
+        said = f" for {wake.label!r}" if wake is not None else ""
+        console.print(f"listening{said} (Ctrl-C stops)", highlight=False)
+    events = run_session(source, vad, settings.listen, decode, wake)
     try:
         for event in events:
             _print(event, json_out, segments_only)
@@ -101,6 +112,20 @@ def listen(
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         print_error("output closed (broken pipe)")
         raise typer.Exit(1) from None
+
+
+def _wake_gate(settings: ListenSettings, given: str | None, show: bool) -> WakeGate | None:
+    """The wake-word gate `--wake-word` (or the recipe's listen.wake_word) asks for, or None; with
+    `show`, "(hey jarvis)" on stderr the moment the word is heard."""
+    from seqx.listen.wake import WakeDetector, WakeGate, wake_model_path, wake_word_label
+
+    name = given or settings.wake_word
+    if name is None or name.lower() == "none":
+        return None
+    detector = WakeDetector(wake_model_path(name), settings.wake_threshold)
+    label = wake_word_label(name)
+    heard = (lambda _: console.print(f"({label})", style="dim", highlight=False)) if show else None
+    return WakeGate(detector, settings.wake_follow_s, label=label, on_wake=heard)
 
 
 def _decoder(  # noqa: ANN202 (lazy torch import)
@@ -136,12 +161,13 @@ def _print(event, json_out: bool, segments_only: bool) -> None:  # noqa: ANN001
     if json_out:
         record = event.to_json()
         if segments_only:
-            record = {k: record[k] for k in ("start", "end", "cut", "latency_ms")}
+            record = {k: record[k] for k in ("start", "end", "cut", "latency_ms", "wake") if k in record}
         out.file.write(json.dumps(record) + "\n")
         out.file.flush()
         return
     if segments_only:
         line = f"{event.start:.3f}\t{event.end:.3f}" + ("\tcut" if event.cut else "")
+        line += "\twake" if event.extra.get("wake") is not None else ""
     elif not event.understood:
         return  # a rejected segment prints nothing in plain mode
     else:

@@ -43,6 +43,7 @@ class Segment:
     samples: np.ndarray  # float32, with pre-roll and post-roll
     decided: float  # stream time (s) at which the endpointer knew the command was over
     cut: bool = False  # ended by max_command_s, not by a pause
+    offset: float = 0.0  # stream time (s) of samples[0]: the pre-roll's start
 
     @property
     def endpoint_delay(self) -> float:
@@ -143,6 +144,7 @@ class Endpointer:
             samples=audio[:stop],
             decided=self.pos / self.rate,
             cut=cut,
+            offset=self.audio_start / self.rate,
         )
 
     def _trimmed_end(self, audio: np.ndarray) -> int:

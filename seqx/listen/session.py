@@ -19,6 +19,7 @@ import numpy as np
 from seqx.listen.endpoint import Endpointer, Segment
 from seqx.listen.level import StreamLevel
 from seqx.listen.vad import Vad, Windower
+from seqx.listen.wake import WakeGate
 from seqx.recipe import ListenSettings
 
 Decode = Callable[[Sequence[np.ndarray]], Sequence[Any]]
@@ -87,18 +88,26 @@ def segments(blocks: Iterable[np.ndarray], vad: Vad, settings: ListenSettings) -
 
 
 def listen(
-    blocks: Iterable[np.ndarray], vad: Vad, settings: ListenSettings, decode: Decode | None = None
+    blocks: Iterable[np.ndarray], vad: Vad, settings: ListenSettings, decode: Decode | None = None,
+    wake: WakeGate | None = None,
 ) -> Iterator[Event]:
     """Events for the commands in `blocks`, in order; without `decode`, events with segment times only.
+    With `wake`, only what follows the wake word is decoded: a segment without it is an event
+    `understood=False` with `wake` None, the wake word said alone one with `wake` set.
 
     Closing the generator (or Ctrl-C in the caller) closes the source, which stops a microphone.
     """
-    source = iter(blocks)
+    source = iter(blocks) if wake is None else wake.tap(blocks)
     try:
         for segment, arrived in segments(source, vad, settings):
             event = Event(start=segment.start, end=segment.end, cut=segment.cut)
-            if decode is not None:
-                _fill(event, decode([segment.samples])[0])
+            samples: np.ndarray | None = segment.samples
+            if wake is not None:
+                samples, heard = wake.command(segment.start, segment.end, segment.offset, segment.samples)
+                event.extra["wake"] = None if heard is None else round(heard.time, 3)
+                event.understood = False
+            if decode is not None and samples is not None:
+                _fill(event, decode([samples])[0])
             event.compute_ms = 1000 * (time.perf_counter() - arrived)
             event.wait_ms = 1000 * segment.endpoint_delay
             event.latency_ms = event.wait_ms + event.compute_ms
