@@ -623,3 +623,51 @@ def test_the_gap_over_a_long_part_is_decided_alike(trained: tuple[Recipe, Bundle
     pairs = [(t.ctc_gap, p.ctc_gap * t.heard_seconds / 0.1) for t, p in zip(expected, plain)
              if p.ctc_gap is not None and p.ctc_gap > 0]  # fmt: skip
     assert pairs and all(t == pytest.approx(want, rel=1e-6) for t, want in pairs)
+
+
+def test_an_export_carries_its_wake_word_and_listens_for_it_without_openwakeword(
+    trained: tuple[Recipe, Bundle, Path], tmp_path: Path
+) -> None:
+    """`seqx export --wake-word "hey jarvis"` of an fbank model: the folder holds the wake model and the
+    graphs it listens through; the detector with them scores as with openwakeword's own window-by-window
+    graph, and `seqx listen --model DIR` (openwakeword blocked, as on a device without it) decodes only
+    the command after the word."""
+    import soundfile as sf
+
+    from seqx.featurize.audio import load_audio
+    from seqx.listen.wake import EXPORT_FILE, WakeDetector, exported_wake_word, wake_model_path
+
+    recipe, bundle, _ = trained
+    folder = tmp_path / "onnx-wake"
+    report = export_bundle(bundle, folder, wake_word="hey jarvis")
+    assert {EXPORT_FILE, "melspectrogram.onnx", "embedding_stream.onnx"} <= set(report.sizes)
+    assert exported_wake_word(folder) == "hey jarvis"
+    with pytest.raises(SeqxError, match="unknown wake word"):
+        export_bundle(bundle, tmp_path / "never", wake_word="ok google")
+    said = tmp_path / "word.wav"
+    subprocess.run(["espeak-ng", "-v", "en-us", "-w", str(said), "hey jarvis"], check=True)
+    word = load_audio(str(said), 16000).numpy()
+    spoken = [u.audio for u in read_manifest(recipe.data_dir / "test.jsonl") if u.text]
+    first, second = (load_audio(p, 16000).numpy() for p in spoken[:2])
+    gap = np.zeros(24000, np.float32)
+    wave = np.concatenate([gap, word, first, gap, second, gap])
+    traces = []
+    for graphs in (folder, None):
+        detector = WakeDetector(folder / EXPORT_FILE if graphs else wake_model_path("hey jarvis"), graphs_folder=graphs)
+        detector.trace = []
+        for i in range(0, wave.size, 512):
+            detector.feed(wave[i : i + 512])
+        traces.append([s for _, s in detector.trace])
+    np.testing.assert_allclose(traces[0], traces[1], atol=1e-4)
+    assert max(traces[0]) >= 0.5
+    path = tmp_path / "stream.wav"
+    sf.write(path, wave, 16000, subtype="PCM_16")
+    run = subprocess.run([sys.executable, "-c", WITHOUT_TRAIN, "listen", "--model", str(folder), "--json", str(path)],
+                         capture_output=True, text=True, cwd=tmp_path, check=False,
+                         env={"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "COLUMNS": "400"})
+    assert run.returncode == 0, run.stderr
+    events = [json.loads(line) for line in run.stdout.splitlines()]
+    second_at = (2 * gap.size + word.size + first.size) / 16000
+    assert [e["wake"] is not None for e in events] == [e["start"] < second_at for e in events], events
+    assert not any(e["understood"] for e in events if e["start"] >= second_at)
+    assert "energy gate" not in run.stderr  # the export's own Silero, without openwakeword

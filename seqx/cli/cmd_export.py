@@ -32,6 +32,11 @@ def export(
         typer.Option("--grammar", "-g", help="The grammar the export decodes with: a grammar file "
                      "(.yaml/.jsgf/.gram/.txt/.json/.ini), `recipe` (the model's) or `none` (default: the bundle's decode.grammar)."),
     ] = None,
+    wake_word: Annotated[
+        Optional[str],
+        typer.Option("--wake-word", "-w", help="Carry a wake word for `seqx listen --model DIR` (alexa, 'hey jarvis', "
+                     "'hey mycroft', 'hey rhasspy' or an openWakeWord .onnx file): it listens for it by default."),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Export a trained model to ONNX (encoder + one decoder step); `seqx transcribe --model DIR` runs it without torch."""
@@ -44,7 +49,7 @@ def export(
     if grammar is not None:  # stored in the export as data and as a token automaton (seqx/export/decoding.py)
         bundle.decode = bundle.decode.merged(grammar=grammar)
     target = out_dir or bundle.folder.parent / ("onnx-int8" if int8 else "onnx")
-    report = export_bundle(bundle, target, int8=int8)
+    report = export_bundle(bundle, target, int8=int8, wake_word=wake_word)
     if json_out:
         out.print_json(json.dumps({
             "folder": str(report.folder), "int8": report.int8, "sizes": report.sizes,

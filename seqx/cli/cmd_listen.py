@@ -87,9 +87,10 @@ def listen(
         raise SeqxError("--run: the recipe has no actions: section, so there is nothing to run")
     if input_ not in ("mic", "-") and not Path(input_).is_file():
         raise SeqxError(f"{input_}: no such file (--input takes mic, - or an audio file)")
-    wake = _wake_gate(settings.listen, wake_word, show=not json_out)
+    wake = _wake_gate(settings.listen, wake_word, show=not json_out, model=model)
     decode = None if segments_only else _decoder(model, settings, grammar, overrides)
-    vad, note = load_vad(settings.listen.vad, settings.listen.energy_margin_db)
+    own_vad = model / "silero_vad.onnx" if model is not None and (model / "silero_vad.onnx").is_file() else None
+    vad, note = load_vad(settings.listen.vad, settings.listen.energy_margin_db, own_vad)  # an export's own copy
     if note:
         print_warning(note)
     device: str | int | None = int(mic) if mic is not None and mic.isdigit() else mic
@@ -114,16 +115,21 @@ def listen(
         raise typer.Exit(1) from None
 
 
-def _wake_gate(settings: ListenSettings, given: str | None, show: bool) -> WakeGate | None:
-    """The wake-word gate `--wake-word` (or the recipe's listen.wake_word) asks for, or None; with
-    `show`, "(hey jarvis)" on stderr the moment the word is heard."""
-    from seqx.listen.wake import WakeDetector, WakeGate, wake_model_path, wake_word_label
+def _wake_gate(settings: ListenSettings, given: str | None, show: bool, model: Path | None) -> WakeGate | None:
+    """The wake-word gate `--wake-word` (or the recipe's listen.wake_word, or the export folder's own)
+    asks for, or None (`none` turns an export's off); with `show`, "(hey jarvis)" on stderr the moment
+    the word is heard. An export folder's graphs and wake word need no openwakeword package."""
+    from seqx.listen.wake import EXPORT_FILE, WakeDetector, WakeGate, exported_wake_word, wake_model_path, wake_word_label
+    from seqx.runtime.model import is_exported
 
-    name = given or settings.wake_word
+    folder = model if model is not None and is_exported(model) else None
+    carried = exported_wake_word(folder) if folder is not None else None
+    name = given or settings.wake_word or carried
     if name is None or name.lower() == "none":
         return None
-    detector = WakeDetector(wake_model_path(name), settings.wake_threshold)
     label = wake_word_label(name)
+    path = folder / EXPORT_FILE if folder is not None and label == carried else wake_model_path(name)
+    detector = WakeDetector(path, settings.wake_threshold, graphs_folder=folder)
     heard = (lambda _: console.print(f"({label})", style="dim", highlight=False)) if show else None
     return WakeGate(detector, settings.wake_follow_s, label=label, on_wake=heard)
 

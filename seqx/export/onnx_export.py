@@ -72,12 +72,14 @@ def _export(
         )  # fmt: skip
 
 
-def export_bundle(bundle: Bundle, out: str | Path, int8: bool = False) -> ExportReport:
-    """Write the exported folder for `bundle` (fp32, or with int8 linear layers) and check it."""
+def export_bundle(bundle: Bundle, out: str | Path, int8: bool = False, wake_word: str | None = None) -> ExportReport:
+    """Write the exported folder for `bundle` (fp32, or with int8 linear layers) and check it; with
+    `wake_word` (a shipped name or an openWakeWord .onnx file), the folder carries it for `seqx listen`."""
     import onnx
 
     if bundle.features.kind in ("fbank", "mfcc") and getattr(bundle.features, "kaldi", False):
         raise SeqxError("export: features.kaldi=true is not supported by the runtime (its fbank is torchaudio's)")
+    wake_model = _wake_model(wake_word) if wake_word else None  # a bad name fails before the work
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / CONFIG).unlink(missing_ok=True)  # an interrupted export must not look complete
@@ -120,39 +122,53 @@ def export_bundle(bundle: Bundle, out: str | Path, int8: bool = False) -> Export
         optimized = _optimize(path)  # the onnxruntime version that optimized them
     diffs = _check_against_torch(out, enc, step, bundle, int8)
     shutil.copyfile(bundle.folder / TOKENIZER, out / TOKENIZER)
-    assets = _copy_assets(bundle, out)
+    assets = _copy_assets(bundle, out, wake_model)
     config = decoding_config(bundle, json.loads((bundle.folder / CONFIG).read_text()))  # grammar, automaton, vad
     config["export"] = {
         "format": FORMAT, "version": FORMAT_VERSION, "int8": int8, "opset": OPSET,
         "encoder": ENCODER, "decoder_step": STEP, "torch": torch.__version__, "assets": assets,
         "optimized_for": optimized,
-    }  # fmt: skip
+    } | ({"wake_word": wake_model[1]} if wake_model else {})  # fmt: skip
     atomic_write_text(out / CONFIG, json.dumps(config, indent=1))  # last: its presence means complete
     sizes = {p.name: p.stat().st_size for p in sorted(out.iterdir()) if p.is_file()}
     return ExportReport(out, int8, sizes, diffs)
 
 
-def _copy_assets(bundle: Bundle, out: Path) -> list[str]:
+def _wake_model(name: str) -> tuple[Path, str]:
+    """The wake word's model file, checked to be an openWakeWord model, and its label."""
+    from seqx.listen.wake import WakeDetector, wake_model_path, wake_word_label
+
+    path = wake_model_path(name)
+    WakeDetector(path)  # one line saying so when it is not
+    return path, wake_word_label(name)
+
+
+def _copy_assets(bundle: Bundle, out: Path, wake_model: tuple[Path, str] | None = None) -> list[str]:
     """Put the feature graphs (speech embedding) and the Silero VAD next to the model graphs, so the
-    runtime needs no openwakeword package; the names written. Copies an earlier export of another
-    kind of model left there are removed."""
+    runtime needs no openwakeword package; with a wake word, its model and the graphs it listens
+    through (any kind of model); the names written. Copies an earlier export left there that this
+    one does not write are removed."""
     from seqx.featurize import embedding
     from seqx.featurize.embedding_graph import check_stream_model, write_stream_model
     from seqx.listen.vad import silero_model_path
+    from seqx.listen.wake import EXPORT_FILE
     from seqx.runtime.embedding import MEL_MODEL, STREAM_MODEL, WINDOW_MODEL
 
     written: list[str] = []
-    if bundle.features.kind.startswith("speech_embedding"):
+    if bundle.features.kind.startswith("speech_embedding") or wake_model:
         folder = embedding.model_dir()
         shutil.copyfile(folder / MEL_MODEL, out / MEL_MODEL)
         write_stream_model(folder / WINDOW_MODEL, out / STREAM_MODEL)
         check_stream_model(folder / WINDOW_MODEL, out / STREAM_MODEL)
         written += [MEL_MODEL, STREAM_MODEL]
+    if wake_model:
+        shutil.copyfile(wake_model[0], out / EXPORT_FILE)
+        written.append(EXPORT_FILE)
     vad = silero_model_path()
     if vad is not None:
         shutil.copyfile(vad, out / vad.name)
         written.append(vad.name)
-    for name in (MEL_MODEL, WINDOW_MODEL, STREAM_MODEL, "silero_vad.onnx"):
+    for name in (MEL_MODEL, WINDOW_MODEL, STREAM_MODEL, "silero_vad.onnx", EXPORT_FILE):
         if name not in written:
             (out / name).unlink(missing_ok=True)
     return written

@@ -29,9 +29,12 @@ from typing import Any
 import numpy as np
 
 from seqx.errors import SeqxError
-from seqx.featurize.embedding import DIM, INT16_SCALE, MEL_BANDS, MEL_FFT, MEL_HOP, SAMPLE_RATE, STRIDE, WINDOW
+from seqx.featurize.embedding import (
+    DIM, INT16_SCALE, MAX_WINDOWS, MEL_BANDS, MEL_FFT, MEL_HOP, SAMPLE_RATE, STRIDE, WINDOW, whole_embeddings,
+)  # fmt: skip
 
 MODEL_SUFFIX = "_v0.1.onnx"
+EXPORT_FILE = "wake_word.onnx"  # an export folder's wake word (`seqx export --wake-word`), named in its config
 SHIPPED = ("alexa", "hey_jarvis", "hey_mycroft", "hey_rhasspy")  # in openwakeword 0.5.1's wheel
 DITHER = 1e-4  # of full scale (-80 dBFS): what a microphone's self-noise always gives
 # the audio kept before the quietest point looked for: the score crosses the threshold 0-0.17 s after
@@ -70,6 +73,18 @@ def wake_word_label(name: str) -> str:
     return stem.replace("_", " ").replace("-", " ")
 
 
+def exported_wake_word(folder: Path) -> str | None:
+    """The wake word an export folder carries (its label), or None."""
+    import json
+
+    try:
+        config = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    label = config.get("export", {}).get("wake_word")
+    return label if label and (folder / EXPORT_FILE).is_file() else None
+
+
 def _session(path: Path) -> Any:
     import onnxruntime as ort
 
@@ -92,12 +107,14 @@ class Wake:
 class WakeDetector:
     """Feed 16 kHz float blocks of any size; get the wake words they complete."""
 
-    def __init__(self, model: Path, threshold: float = 0.5, dither: float = DITHER) -> None:
-        from seqx.runtime.embedding import package_models
+    def __init__(self, model: Path, threshold: float = 0.5, dither: float = DITHER, graphs_folder: Path | None = None) -> None:
+        """`graphs_folder`: an export folder whose mel and whole-utterance embedding graphs to use (the
+        same numbers, no openwakeword package needed); None: the installed package's."""
+        from seqx.runtime.embedding import graphs
 
-        folder = package_models()
-        self.mel_session = _session(folder / "melspectrogram.onnx")
-        self.embedding_session = _session(folder / "embedding_model.onnx")
+        mel_graph, embedding_graph, self.whole = graphs(graphs_folder)
+        self.mel_session = _session(mel_graph)
+        self.embedding_session = _session(embedding_graph)
         self.wake_session = _session(model)
         wake_input = self.wake_session.get_inputs()[0]
         shape = wake_input.shape
@@ -111,7 +128,7 @@ class WakeDetector:
         self.audio_base = 0
         self.mel = np.zeros((0, MEL_BANDS), np.float32)  # mel frames from `mel_base` on
         self.mel_base = 0
-        self.embeddings = np.zeros((0, DIM), np.float32)  # the last frames - 1 embeddings
+        self.embeddings = np.zeros((0, DIM), np.float32)  # the last `frames` embeddings: what the model scores
         self.next_embedding = 0  # index of the next embedding to make
         self.last_wake = -REFRACTORY_S
         # the first score needs 2 s of audio behind it (16 embeddings of 0.76 s, 80 ms apart): the
@@ -146,9 +163,13 @@ class WakeDetector:
         ready = (self.mel_base + self.mel.shape[0] - WINDOW) // STRIDE + 1  # embeddings the frames allow
         if ready <= first:
             return []
-        starts = [STRIDE * i - self.mel_base for i in range(first, ready)]
-        windows = np.stack([self.mel[s : s + WINDOW] for s in starts])[..., None]
-        new = self.embedding_session.run(None, {"input_1": windows})[0].reshape(-1, DIM)
+        if self.whole:  # the export's graph: all the new windows in one run over the frames they cover
+            part = self.mel[STRIDE * first - self.mel_base : STRIDE * (ready - 1) + WINDOW - self.mel_base]
+            new = whole_embeddings(self.embedding_session, part, MAX_WINDOWS)
+        else:
+            starts = [STRIDE * i - self.mel_base for i in range(first, ready)]
+            windows = np.stack([self.mel[s : s + WINDOW] for s in starts])[..., None]
+            new = self.embedding_session.run(None, {"input_1": windows})[0].reshape(-1, DIM)
         self.next_embedding = ready
         drop = STRIDE * ready - self.mel_base  # frames before the next window's first are done with
         self.mel, self.mel_base = self.mel[drop:], self.mel_base + drop
