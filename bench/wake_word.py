@@ -1,13 +1,14 @@
 """`seqx listen --wake-word`: wake words found, commands right after them, and wakes nobody said.
 
 Usage:
-    python bench/wake_word.py [--model DIR] [--wake "hey jarvis"] [--commands 40] [--gain-db 0] [--skip-people]
+    python bench/wake_word.py [--model DIR] [--wake "hey jarvis"] [--commands 40] [--gain-db 0] [--voices V,...] [--skip-people]
                               [--skip-commands] [--json]
 
 Streams, each with 1.0-1.6 s gaps of room tone (-65 dBFS), decoded as `seqx listen` decodes them
 (the bundle, its grammar, its rejection):
   - alone: the demo's commands without the wake word, no gate: what the model gets right anyway;
   - one breath: "<wake word>, <command>" said as one sentence by the same voice, gate on;
+  - run-on: the same without the comma, so the voices make no pause after the word;
   - pause: the wake word said alone, 0.8 s, then the command, gate on;
   - no wake: the "alone" stream with the gate on: every answer is a false wake.
 Voices: flite's four (an engine the demo never trains on), espeak-ng en-us, piper's joe and festival's
@@ -43,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from seqx.data.manifest import read_manifest  # noqa: E402
 from seqx.data.noise import make_noise  # noqa: E402
+from seqx.listen.level import StreamLevel  # noqa: E402
 from seqx.listen.session import listen  # noqa: E402
 from seqx.listen.vad import load_vad  # noqa: E402
 from seqx.listen.wake import SHIPPED, WakeDetector, WakeGate, wake_model_path  # noqa: E402
@@ -118,7 +120,7 @@ def answers(events: list, starts: list[float], ends: list[float]) -> list[str]:
     return out
 
 
-def commands_bench(model: Path, wake: str, count: int, gain_db: float = 0.0) -> dict[str, object]:
+def commands_bench(model: Path, wake: str, count: int, gain_db: float = 0.0, voices: list[str] = VOICES) -> dict[str, object]:
     from seqx.cli.cmd_listen import _decoder  # exactly what `seqx listen --model` decodes with
 
     recipe = load_recipe(REPO / "recipes" / "commands.yaml")
@@ -133,14 +135,15 @@ def commands_bench(model: Path, wake: str, count: int, gain_db: float = 0.0) -> 
     texts = texts[:count]
     said_wake = wake.replace("_", " ")
     rows = {}
-    for voice in VOICES:
+    for voice in voices:
         alone = [say(t, voice) for t in texts]
         breath = [say(f"{said_wake}, {t}", voice) for t in texts]
+        run_on = [say(f"{said_wake} {t}", voice) for t in texts]  # no comma: no pause to cut at
         word = say(said_wake, voice)
         paused = [np.concatenate([word, np.zeros(int(0.8 * R), np.float32), w]) for w in alone]
         row = {}
-        for form, waves, gated in (("alone", alone, False), ("one breath", breath, True), ("pause", paused, True),
-                                   ("no wake", alone, True)):
+        for form, waves, gated in (("alone", alone, False), ("one breath", breath, True), ("run-on", run_on, True),
+                                   ("pause", paused, True), ("no wake", alone, True)):
             stream, starts = joined(waves)
             stream *= np.float32(10 ** (gain_db / 20))  # the microphone's gain, room tone and all
             ends = [s + w.size / R for s, w in zip(starts, waves, strict=True)]
@@ -151,6 +154,7 @@ def commands_bench(model: Path, wake: str, count: int, gain_db: float = 0.0) -> 
                 "right": sum(g == t for g, t in zip(got, texts, strict=True)),
                 "answered": sum(bool(g) for g in got),
                 "wakes_heard": heard,
+                "compute_ms_median": round(float(np.median([e.compute_ms for e in events if e.understood] or [0])), 1),
                 "seconds": round(time.perf_counter() - began, 1),
             }
         rows[voice] = row
@@ -214,9 +218,9 @@ def false_wakes(threshold: float) -> dict[str, object]:
     for name in SHIPPED:
         row: dict[str, object] = {}
         for label, audio in (("people", stream), ("noise", noise_stream)):
-            detector = WakeDetector(wake_model_path(name), threshold)
-            began = time.perf_counter()
-            wakes = [w for i in range(0, audio.size, 512) for w in detector.feed(audio[i : i + 512])]
+            detector, level = WakeDetector(wake_model_path(name), threshold), StreamLevel()
+            began = time.perf_counter()  # the windows raised as `seqx listen` raises them for Silero and the detector
+            wakes = [w for i in range(0, audio.size - 511, 512) for w in detector.feed(level.raise_window(audio[i : i + 512]))]
             row[label] = len(wakes)
             row[f"{label}_per_hour"] = round(len(wakes) * 3600 / (audio.size / R), 2)
             row[f"{label}_ms_per_s"] = round(1000 * (time.perf_counter() - began) / (audio.size / R), 2)
@@ -237,6 +241,7 @@ def main() -> None:
     parser.add_argument("--wake", default="hey_jarvis")
     parser.add_argument("--commands", type=int, default=40)
     parser.add_argument("--threshold", type=float, default=0.5)
+    parser.add_argument("--voices", default=",".join(VOICES), help="engine:voice, comma-separated")
     parser.add_argument("--gain-db", type=float, default=0.0, help="turn the command streams down (a quiet microphone)")
     parser.add_argument("--skip-people", action="store_true")
     parser.add_argument("--skip-commands", action="store_true")
@@ -244,7 +249,7 @@ def main() -> None:
     args = parser.parse_args()
     result: dict[str, object] = {"wake": args.wake, "threshold": args.threshold}
     if not args.skip_commands:
-        result["commands"] = commands_bench(args.model, args.wake, args.commands, args.gain_db)
+        result["commands"] = commands_bench(args.model, args.wake, args.commands, args.gain_db, args.voices.split(","))
     if not args.skip_people:
         result["false_wakes"] = false_wakes(args.threshold)
     print(json.dumps(result, indent=None if args.json else 2))

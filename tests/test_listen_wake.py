@@ -22,7 +22,7 @@ import soxr
 from seqx.errors import SeqxError
 from seqx.listen.session import listen
 from seqx.listen.vad import load_vad
-from seqx.listen.wake import WakeDetector, WakeGate, quietest_point, wake_model_path, wake_word_label
+from seqx.listen.wake import WakeDetector, WakeGate, cut_points, quietest_point, wake_model_path, wake_word_label
 from seqx.recipe import ListenSettings
 
 R = 16000
@@ -135,6 +135,15 @@ def test_quietest_point_is_the_pause_between_the_words() -> None:
     wave = np.concatenate([loud(0.5), np.zeros(int(0.08 * R), np.float32) + 1e-4, loud(0.5)])
     cut = quietest_point(wave, heard_to_s=0.65)  # the detector heard 0.07 s of the next word
     assert 0.5 * R <= cut <= 0.58 * R
+
+
+def test_the_command_is_cut_at_the_quietest_point_first_and_earlier_beside_it() -> None:
+    rng = np.random.default_rng(1)
+    loud = lambda s: (0.3 * rng.standard_normal(int(s * R))).astype(np.float32)  # noqa: E731
+    wave = np.concatenate([loud(0.6), np.full(int(0.08 * R), 1e-4, np.float32), loud(0.6)])
+    cuts = cut_points(wave, heard_to_s=0.75)
+    assert cuts[0] == quietest_point(wave, 0.75) and 0.6 * R <= cuts[0] <= 0.68 * R
+    assert [round(c / R, 2) for c in cuts[1:]] == [0.45, 0.55, 0.65]  # 0.3, 0.2 and 0.1 s before the word was heard
 
 
 def test_bad_wake_words_are_one_line_errors(tmp_path: Path) -> None:

@@ -62,17 +62,25 @@ class Event:
         }
 
 
-def segments(blocks: Iterable[np.ndarray], vad: Vad, settings: ListenSettings) -> Iterator[tuple[Segment, float]]:
+def segments(
+    blocks: Iterable[np.ndarray], vad: Vad, settings: ListenSettings, hear: Callable[[np.ndarray], None] | None = None
+) -> Iterator[tuple[Segment, float]]:
     """Every finished segment, with the `perf_counter` time its last block arrived.
 
     Silero hears each window raised as a quiet file is (`StreamLevel`); the endpointer keeps the
-    audio as it came. The energy gate needs no raising: it listens relative to the room's floor."""
+    audio as it came. The energy gate needs no raising: it listens relative to the room's floor.
+    `hear` gets every window as the VAD heard it, before the endpointer: a wake-word detector, which
+    a quiet microphone leaves as deaf as Silero (espeak-ng's "hey jarvis" turned down 40 dB: 12 of 40
+    heard as it came; docs/benchmarks.md "A wake word")."""
     windower, endpointer = Windower(), Endpointer(settings)
     level = StreamLevel() if vad.name == "silero" else None
     vad.reset()
 
     def prob(window: np.ndarray) -> float:
-        return vad.prob(level.raise_window(window) if level is not None else window)
+        heard = level.raise_window(window) if level is not None else window
+        if hear is not None:
+            hear(heard)
+        return vad.prob(heard)
 
     arrived = time.perf_counter()
     for block in blocks:
@@ -97,17 +105,17 @@ def listen(
 
     Closing the generator (or Ctrl-C in the caller) closes the source, which stops a microphone.
     """
-    source = iter(blocks) if wake is None else wake.tap(blocks)
+    source = iter(blocks)
     try:
-        for segment, arrived in segments(source, vad, settings):
+        for segment, arrived in segments(source, vad, settings, wake.hear if wake is not None else None):
             event = Event(start=segment.start, end=segment.end, cut=segment.cut)
-            samples: np.ndarray | None = segment.samples
+            ways = [segment.samples]
             if wake is not None:
-                samples, heard = wake.command(segment.start, segment.end, segment.offset, segment.samples)
+                ways, heard = wake.command(segment.start, segment.end, segment.offset, segment.samples)
                 event.extra["wake"] = None if heard is None else round(heard.time, 3)
                 event.understood = False
-            if decode is not None and samples is not None:
-                _fill(event, decode([samples])[0])
+            if decode is not None and ways:
+                _fill(event, _surest(decode(ways)))
             event.compute_ms = 1000 * (time.perf_counter() - arrived)
             event.wait_ms = 1000 * segment.endpoint_delay
             event.latency_ms = event.wait_ms + event.compute_ms
@@ -116,6 +124,13 @@ def listen(
         close = getattr(source, "close", None)
         if close is not None:
             close()
+
+
+def _surest(results: Sequence[Any]) -> Any:
+    """Of the ways to cut a wake word off (best first), the one understood with the most confidence;
+    the first when none is."""
+    understood = [r for r in results if getattr(r, "text", "") and not getattr(r, "no_speech", False)]
+    return max(understood, key=lambda r: float(getattr(r, "confidence", 0.0) or 0.0)) if understood else results[0]
 
 
 def _fill(event: Event, result: Any) -> None:
