@@ -8,8 +8,9 @@ a small classifier over 16 consecutive embeddings (1.28 s); any openWakeWord mod
 same shape (one you trained with openWakeWord's recipe) works too.
 
 The embeddings are computed as the audio comes, as openWakeWord streams them: the mel frames of
-every 80 ms of new audio (the same frames as the whole file's, the melspectrogram graph has no
-padding), one embedding per 8 new frames over the last 76, and one score per embedding. A tiny
+every 80 ms of new audio (the graph run on exactly that span each time: its dB floor follows the
+loudest frame it is given, so the span, not the block size, sets the numbers), one embedding per 8
+new frames over the last 76, and one score per embedding. A tiny
 dither (-80 dBFS) goes into what the detector hears: digital silence, which files and piped PCM
 have and microphones never do, gives the log-Mel floor values the models never heard (piper's
 "hey jarvis" after two seconds of zeros scored 0.19, dithered 1.00; docs/benchmarks.md "A wake word").
@@ -69,9 +70,10 @@ def wake_model_path(name: str) -> Path:
 
 
 def wake_word_label(name: str) -> str:
-    """How a wake word is shown: "hey jarvis" for the shipped hey_jarvis, a file's stem otherwise."""
+    """How a wake word is shown and matched: "hey jarvis" for "Hey Jarvis" or hey_jarvis, a file's stem
+    otherwise ("my word" for /x/my_word.onnx)."""
     stem = Path(name).name.removesuffix(".onnx").removesuffix(MODEL_SUFFIX.removesuffix(".onnx"))
-    return stem.replace("_", " ").replace("-", " ")
+    return " ".join(stem.replace("_", " ").replace("-", " ").lower().split())
 
 
 def exported_wake_word(folder: Path) -> str | None:
