@@ -681,6 +681,9 @@ class ListenSettings(_Section):
     wake_word: str | None = None
     wake_threshold: float = Field(0.5, gt=0.0, lt=1.0)  # the wake model's score that counts (openWakeWord's default)
     wake_follow_s: float = Field(4.0, ge=0.5, le=30.0)  # after the wake word said alone, how long the next command may wait
+    # run when the wake word is heard, with `seqx listen --run` (an argv, no shell), e.g. [aplay, ding.wav]:
+    # the sign a person waits for before the command
+    wake_run: list[str] = Field(default_factory=list)
 
 
 class ActionSettings(_Section):

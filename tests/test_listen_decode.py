@@ -183,3 +183,18 @@ def test_with_a_wake_word_only_the_commands_after_it_are_decoded(
     plain = _cli("--model", str(bundle.folder), "--input", str(path), "--wake-word", "hey jarvis")
     assert [line.split("\t")[0] for line in plain.stdout.splitlines()] == [alone[0], alone[2]]
     assert plain.stderr.count("(hey jarvis)") == 2  # shown when heard, so a person knows to go on
+    # listen.wake_run: started the moment the word is heard, only with --run
+    record = tmp_path / "woke.txt"
+    script = tmp_path / "woke.py"
+    script.write_text(f"open({str(record)!r}, 'a').write('woke\\n')\n")
+    recipe_file = tmp_path / "wake.yaml"
+    recipe_file.write_text(f"name: wake\nlisten:\n  wake_run: [{sys.executable}, {script}]\n")
+    quiet = _cli("--model", str(bundle.folder), "--recipe", str(recipe_file), "--input", str(path), "--wake-word", "hey jarvis")
+    assert quiet.returncode == 0 and not record.exists()
+    ran = _cli("--model", str(bundle.folder), "--recipe", str(recipe_file), "--input", str(path), "--wake-word",
+               "hey jarvis", "--run")
+    assert ran.returncode == 0, ran.stderr
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (not record.exists() or len(record.read_text().splitlines()) < 2):
+        time.sleep(0.1)
+    assert record.read_text().splitlines() == ["woke", "woke"]

@@ -83,11 +83,11 @@ def listen(
 
     input_ = source_arg or input_
     settings = _recipe(recipe, overrides)
-    if run and not settings.actions:
-        raise SeqxError("--run: the recipe has no actions: section, so there is nothing to run")
+    if run and not settings.actions and not settings.listen.wake_run:
+        raise SeqxError("--run: the recipe has no actions: section (nor listen.wake_run), so there is nothing to run")
     if input_ not in ("mic", "-") and not Path(input_).is_file():
         raise SeqxError(f"{input_}: no such file (--input takes mic, - or an audio file)")
-    wake = _wake_gate(settings.listen, wake_word, show=not json_out, model=model)
+    wake = _wake_gate(settings.listen, wake_word, show=not json_out, model=model, run=run)
     decode = None if segments_only else _decoder(model, settings, grammar, overrides)
     own_vad = model / "silero_vad.onnx" if model is not None and (model / "silero_vad.onnx").is_file() else None
     vad, note = load_vad(settings.listen.vad, settings.listen.energy_margin_db, own_vad)  # an export's own copy
@@ -115,10 +115,13 @@ def listen(
         raise typer.Exit(1) from None
 
 
-def _wake_gate(settings: ListenSettings, given: str | None, show: bool, model: Path | None) -> WakeGate | None:
+def _wake_gate(
+    settings: ListenSettings, given: str | None, show: bool, model: Path | None, run: bool = False
+) -> WakeGate | None:
     """The wake-word gate `--wake-word` (or the recipe's listen.wake_word, or the export folder's own)
-    asks for, or None (`none` turns an export's off); with `show`, "(hey jarvis)" on stderr the moment
-    the word is heard. An export folder's graphs and wake word need no openwakeword package."""
+    asks for, or None (`none` turns an export's off). The moment the word is heard: with `show`,
+    "(hey jarvis)" on stderr; with `run`, listen.wake_run started. An export folder's graphs and wake
+    word need no openwakeword package."""
     from seqx.listen.wake import EXPORT_FILE, WakeDetector, WakeGate, exported_wake_word, wake_model_path, wake_word_label
     from seqx.runtime.model import is_exported
 
@@ -130,7 +133,13 @@ def _wake_gate(settings: ListenSettings, given: str | None, show: bool, model: P
     label = wake_word_label(name)
     path = folder / EXPORT_FILE if folder is not None and label == carried else wake_model_path(name)
     detector = WakeDetector(path, settings.wake_threshold, graphs_folder=folder)
-    heard = (lambda _: console.print(f"({label})", style="dim", highlight=False)) if show else None
+
+    def heard(_: object) -> None:
+        if show:
+            console.print(f"({label})", style="dim", highlight=False)
+        if run and settings.wake_run:
+            _start(list(settings.wake_run))
+
     return WakeGate(detector, settings.wake_follow_s, label=label, on_wake=heard)
 
 
@@ -185,13 +194,20 @@ def _print(event, json_out: bool, segments_only: bool) -> None:  # noqa: ANN001
 
 
 def _act(recipe: Recipe, event, json_out: bool) -> None:  # noqa: ANN001
-    from seqx.listen.actions import ActionError, match_action, render_argv, start_action
+    from seqx.listen.actions import match_action, render_argv
 
     action = match_action(recipe.actions, event.text, event.intent, event.slots)
     if action is None:
         return
+    _start(render_argv(action, event.text, event.slots))
+
+
+def _start(argv: list[str]) -> None:
+    """Start an action (not waited for) and say so on stderr; a failure to start is one error line."""
+    from seqx.listen.actions import ActionError, start_action
+
     try:
-        started = start_action(render_argv(action, event.text, event.slots))
+        started = start_action(argv)
     except ActionError as err:
         print_error(str(err))
         return
