@@ -2,7 +2,7 @@
 
 Usage:
     python bench/wake_word.py [--model DIR] [--wake "hey jarvis"] [--commands 40] [--gain-db 0] [--voices V,...] [--skip-people]
-                              [--skip-commands] [--json]
+                              [--skip-commands] [--people-set ktuberling --people-exp EXP] [--json]
 
 Streams, each with 1.0-1.6 s gaps of room tone (-65 dBFS), decoded as `seqx listen` decodes them
 (the bundle, its grammar, its rejection):
@@ -10,7 +10,9 @@ Streams, each with 1.0-1.6 s gaps of room tone (-65 dBFS), decoded as `seqx list
   - one breath: "<wake word>, <command>" said as one sentence by the same voice, gate on;
   - run-on: the same without the comma, so the voices make no pause after the word;
   - pause: the wake word said alone, 0.8 s, then the command, gate on;
-  - no wake: the "alone" stream with the gate on: every answer is a false wake.
+  - no wake: the "alone" stream with the gate on: every answer is a false wake;
+  - out of grammar: the word, then a sentence the grammar does not hold, made of its words (as `seqx
+    evaluate`'s out-of-grammar negatives are): every answer is a false accept.
 Voices: flite's four (an engine the demo never trains on), espeak-ng en-us, piper's joe and festival's
 kal (engines it trains on, not these sentences). Commands: the first `--commands` distinct in-grammar
 texts of the demo's test split.
@@ -20,6 +22,9 @@ KLettres' other languages, all of Allison's prompts), none saying a wake word, j
 10 minutes of white/pink/brown/hum noise at -60 ... -30 dBFS: the wake words each of the four shipped
 models hears in them, per hour. Nobody in Debian's recordings says a wake word, so how often a person's
 wake word is missed is not measured here (openWakeWord publishes its own figures for its models).
+`--people-set SET --people-exp EXP`: that set's people (bench/human.py, its model trained in EXP) each
+after piper's "hey jarvis", with their recording's own lead of silence or with it cut to 30 ms: how
+the cut does on a person's first word.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from seqx.data.manifest import read_manifest  # noqa: E402
 from seqx.data.noise import make_noise  # noqa: E402
+from seqx.decode.negatives import oog_sentences  # noqa: E402
 from seqx.listen.level import StreamLevel  # noqa: E402
 from seqx.listen.session import listen  # noqa: E402
 from seqx.listen.vad import load_vad  # noqa: E402
@@ -133,6 +139,8 @@ def commands_bench(model: Path, wake: str, count: int, gain_db: float = 0.0, voi
         if utt.text and utt.text not in texts and (grammar is None or grammar.accepts(utt.text)):
             texts.append(utt.text)
     texts = texts[:count]
+    # sentences the grammar does not hold, made of its words (what `seqx evaluate` calls out-of-grammar)
+    others = [text for _, text in oog_sentences(grammar, count, np.random.default_rng(0))] if grammar else []
     said_wake = wake.replace("_", " ")
     rows = {}
     for voice in voices:
@@ -142,16 +150,18 @@ def commands_bench(model: Path, wake: str, count: int, gain_db: float = 0.0, voi
         word = say(said_wake, voice)
         paused = [np.concatenate([word, np.zeros(int(0.8 * R), np.float32), w]) for w in alone]
         row = {}
+        outside = [say(f"{said_wake}, {t}", voice) for t in others]  # the word, then no command of the grammar
         for form, waves, gated in (("alone", alone, False), ("one breath", breath, True), ("run-on", run_on, True),
-                                   ("pause", paused, True), ("no wake", alone, True)):
+                                   ("pause", paused, True), ("no wake", alone, True), ("out of grammar", outside, True)):
             stream, starts = joined(waves)
             stream *= np.float32(10 ** (gain_db / 20))  # the microphone's gain, room tone and all
             ends = [s + w.size / R for s, w in zip(starts, waves, strict=True)]
             began = time.perf_counter()
             events, heard = run(stream, decode, wake if gated else None)
             got = answers(events, starts, ends)
+            truth = texts if form != "out of grammar" else [""] * len(others)  # any answer there is a false accept
             row[form] = {
-                "right": sum(g == t for g, t in zip(got, texts, strict=True)),
+                "right": sum(g == t for g, t in zip(got, truth, strict=True)),
                 "answered": sum(bool(g) for g in got),
                 "wakes_heard": heard,
                 "compute_ms_median": round(float(np.median([e.compute_ms for e in events if e.understood] or [0])), 1),
@@ -159,11 +169,49 @@ def commands_bench(model: Path, wake: str, count: int, gain_db: float = 0.0, voi
             }
         rows[voice] = row
         print(voice, json.dumps(row), file=sys.stderr, flush=True)
-    return {"commands": len(texts), "voices": rows}
+    return {"commands": len(texts), "out_of_grammar": len(others), "voices": rows}
 
 
 PEOPLE_GLOBS = ["/usr/share/asterisk/sounds/**/*.wav", "/usr/share/ktuberling/sounds/**/*.ogg",
                 "/usr/share/klettres/**/*.ogg"]
+
+
+def trimmed_lead(wave: np.ndarray, keep_s: float = 0.03) -> np.ndarray:
+    """The wave from `keep_s` before its first 10 ms above -40 dBFS: said right after the word."""
+    frames = np.sqrt((wave[: wave.size // 160 * 160].reshape(-1, 160) ** 2).mean(axis=1))
+    loud = np.flatnonzero(frames > 10 ** (-40 / 20))
+    return wave[max(0, loud[0] * 160 - int(keep_s * R)) :] if loud.size else wave
+
+
+def people_commands_bench(set_name: str, exp_dir: Path, wake: str, voice: str) -> dict[str, object]:
+    """People's commands (a bench/human.py set, decoded by the model it trained) after a made voice's
+    wake word: the cut on a person's onset. Forms: alone (no gate), one breath (the word, then the
+    recording with its own lead of silence), run-on (the recording's lead cut to 30 ms)."""
+    from human import human_sets, set_model_name
+
+    from seqx.cli.cmd_listen import _decoder
+    from seqx.tokenize.text import normalize_text
+
+    model = exp_dir / set_model_name(set_name, "speech_embedding") / "model"
+    recipe = load_recipe(REPO / "recipes" / "commands.yaml")
+    decode = _decoder(model, recipe)
+    files = [(p, r) for p, r in human_sets()[set_name].files if r]
+    refs = [normalize_text(r, recipe.tokenizer) for _, r in files]
+    people = [_person(p) for p, _ in files]
+    word = say(wake.replace("_", " "), voice)
+    word = word[: np.flatnonzero(np.abs(word) > 0.01)[-1] + 1]  # the voice's trailing silence off
+    row = {"files": len(files), "voice": voice}
+    for form, waves, gated in (("alone", people, False),
+                               ("one breath", [np.concatenate([word, p]) for p in people], True),
+                               ("run-on", [np.concatenate([word, trimmed_lead(p)]) for p in people], True)):
+        stream, starts = joined(waves)
+        ends = [s + w.size / R for s, w in zip(starts, waves, strict=True)]
+        events, heard = run(stream, decode, wake if gated else None)
+        got = answers(events, starts, ends)
+        row[form] = {"right": sum(g == t for g, t in zip(got, refs, strict=True)), "answered": sum(bool(g) for g in got),
+                     "wakes_heard": heard}
+        print(set_name, form, json.dumps(row[form]), file=sys.stderr, flush=True)
+    return row
 
 
 def people_files() -> list[str]:
@@ -245,6 +293,9 @@ def main() -> None:
     parser.add_argument("--gain-db", type=float, default=0.0, help="turn the command streams down (a quiet microphone)")
     parser.add_argument("--skip-people", action="store_true")
     parser.add_argument("--skip-commands", action="store_true")
+    parser.add_argument("--people-set", help="a bench/human.py set whose people's commands follow the wake word")
+    parser.add_argument("--people-exp", type=Path, help="the --exp-dir bench/human.py trained that set's model in")
+    parser.add_argument("--people-voice", default="piper:joe", help="who says the wake word before them")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     result: dict[str, object] = {"wake": args.wake, "threshold": args.threshold}
@@ -252,6 +303,8 @@ def main() -> None:
         result["commands"] = commands_bench(args.model, args.wake, args.commands, args.gain_db, args.voices.split(","))
     if not args.skip_people:
         result["false_wakes"] = false_wakes(args.threshold)
+    if args.people_set:
+        result["people_commands"] = people_commands_bench(args.people_set, args.people_exp, args.wake, args.people_voice)
     print(json.dumps(result, indent=None if args.json else 2))
 
 

@@ -146,6 +146,16 @@ def test_the_command_is_cut_at_the_quietest_point_first_and_earlier_beside_it() 
     assert [round(c / R, 2) for c in cuts[1:]] == [0.45, 0.55, 0.65]  # 0.3, 0.2 and 0.1 s before the word was heard
 
 
+def test_a_later_cut_answers_only_when_the_first_is_not_understood_and_two_agree() -> None:
+    from seqx.listen.session import _surest
+
+    said = lambda text, confidence=0.9: SimpleNamespace(text=text, confidence=confidence, no_speech=False)  # noqa: E731
+    nothing = said("", 0.0)
+    assert _surest([said("scroll up", 0.5), said("scroll down", 0.99), said("scroll down")]).text == "scroll up"
+    assert _surest([nothing, said("scroll up", 0.8), said("scroll up", 0.7), said("open it")]).confidence == 0.8
+    assert _surest([nothing, said("scroll up"), said("open it"), nothing]) is nothing  # one lucky cut: no answer
+
+
 def test_bad_wake_words_are_one_line_errors(tmp_path: Path) -> None:
     with pytest.raises(SeqxError, match="unknown wake word 'ok google'.*hey jarvis"):
         wake_model_path("ok google")
