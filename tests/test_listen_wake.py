@@ -164,6 +164,10 @@ def test_bad_wake_words_are_one_line_errors(tmp_path: Path) -> None:
     melspectrogram = wake_model_path("alexa").with_name("melspectrogram.onnx")
     with pytest.raises(SeqxError, match="not an openWakeWord model"):
         WakeDetector(melspectrogram)
+    garbage = tmp_path / "garbage.onnx"
+    garbage.write_bytes(b"not a graph")
+    with pytest.raises(SeqxError, match="garbage.onnx: not a loadable ONNX graph"):
+        WakeDetector(garbage)
     assert wake_word_label("hey_jarvis") == wake_word_label("Hey  Jarvis") == "hey jarvis"
     assert wake_word_label("/x/my_word.onnx") == "my word"
     wav = tmp_path / "s.wav"

@@ -136,10 +136,10 @@ def export_bundle(bundle: Bundle, out: str | Path, int8: bool = False, wake_word
 
 def _wake_model(name: str) -> tuple[Path, str]:
     """The wake word's model file, checked to be an openWakeWord model, and its label."""
-    from seqx.listen.wake import WakeDetector, wake_model_path, wake_word_label
+    from seqx.listen.wake import open_wake_model, wake_model_path, wake_word_label
 
     path = wake_model_path(name)
-    WakeDetector(path)  # one line saying so when it is not
+    open_wake_model(path)  # one line saying so when it is not
     return path, wake_word_label(name)
 
 

@@ -134,14 +134,15 @@ def _surest(results: Sequence[Any]) -> Any:
     out-of-grammar sentences said after the word, against 7 cut once; asking the earlier cuts to
     agree, 8, and commands said without a pause 112 of 120 right against 115 and 87 (flite kal and slt,
     piper; docs/benchmarks.md "A wake word")."""
-    def understood(result: Any) -> bool:
-        return bool(getattr(result, "text", "")) and not getattr(result, "no_speech", False)
-
-    if understood(results[0]):
+    if _understood(results[0]):
         return results[0]
-    later = [r for r in results[1:] if understood(r)]
+    later = [r for r in results[1:] if _understood(r)]
     agreed = [r for r in later if sum(o.text == r.text for o in later) >= 2]
     return max(agreed, key=lambda r: float(getattr(r, "confidence", 0.0) or 0.0)) if agreed else results[0]
+
+
+def _understood(result: Any) -> bool:
+    return bool(getattr(result, "text", "")) and not getattr(result, "no_speech", False)
 
 
 def _fill(event: Event, result: Any) -> None:
@@ -149,4 +150,4 @@ def _fill(event: Event, result: Any) -> None:
     event.confidence = float(getattr(result, "confidence", 0.0) or 0.0)
     event.intent = getattr(result, "intent", None)
     event.slots = getattr(result, "slots", None)
-    event.understood = bool(event.text) and not getattr(result, "no_speech", False)
+    event.understood = _understood(result)

@@ -88,14 +88,17 @@ def exported_wake_word(folder: Path) -> str | None:
     return label if label and (folder / EXPORT_FILE).is_file() else None
 
 
-def _session(path: Path) -> Any:
-    import onnxruntime as ort
+def open_wake_model(path: Path) -> tuple[Any, str, int]:
+    """(session, input name, embedding frames it scores) of an openWakeWord model; a file that is not
+    one (or not a loadable graph) is one SeqxError line. One thread: a step is a fraction of a ms."""
+    from seqx.runtime.model import onnx_session
 
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1  # a few hundred microseconds a step: threads only add wake-ups
-    options.inter_op_num_threads = 1
-    options.log_severity_level = 3
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    session = onnx_session(path, 1)
+    wake_input = session.get_inputs()[0]
+    shape = wake_input.shape
+    if len(shape) != 3 or shape[2] != DIM or not isinstance(shape[1], int):
+        raise SeqxError(f"{path}: not an openWakeWord model (its input is {shape}, not (1, frames, {DIM}))")
+    return session, wake_input.name, int(shape[1])
 
 
 @dataclass
@@ -114,16 +117,12 @@ class WakeDetector:
         """`graphs_folder`: an export folder whose mel and whole-utterance embedding graphs to use (the
         same numbers, no openwakeword package needed); None: the installed package's."""
         from seqx.runtime.embedding import graphs
+        from seqx.runtime.model import onnx_session
 
+        self.wake_session, self.wake_input, self.frames = open_wake_model(model)
         mel_graph, embedding_graph, self.whole = graphs(graphs_folder)
-        self.mel_session = _session(mel_graph)
-        self.embedding_session = _session(embedding_graph)
-        self.wake_session = _session(model)
-        wake_input = self.wake_session.get_inputs()[0]
-        shape = wake_input.shape
-        if len(shape) != 3 or shape[2] != DIM or not isinstance(shape[1], int):
-            raise SeqxError(f"{model}: not an openWakeWord model (its input is {shape}, not (1, frames, {DIM}))")
-        self.wake_input, self.frames = wake_input.name, int(shape[1])
+        self.mel_session = onnx_session(mel_graph, 1)  # a few hundred microseconds a step: threads only add wake-ups
+        self.embedding_session = onnx_session(embedding_graph, 1)
         self.threshold, self.dither = threshold, dither
         self.trace: list[tuple[float, float]] | None = None  # (time, score) of every step, when a caller asks
         self.rng = np.random.default_rng(0)
@@ -196,9 +195,8 @@ class WakeGate:
 
     `hear(window)` gets the stream window by window before the endpointer does (and calls `on_wake` for
     each wake word as it is heard), so by the time a segment ends every wake word up to its end is
-    known; `command(...)` then gives the
-    audio to decode, or None: speech without the wake word, or the wake word said alone (which
-    opens `follow_s` seconds for the next command)."""
+    known; `command(...)` then gives the ways to cut the word off the segment, or none: speech without
+    the wake word, or the wake word said alone (which opens `follow_s` seconds for the next command)."""
 
     def __init__(
         self, detector: WakeDetector, follow_s: float = 4.0, label: str = "wake word",
@@ -259,7 +257,7 @@ def quietest_point(samples: np.ndarray, heard_to_s: float) -> int:
     lo = max(0, round((heard_to_s - CUT_LOOKBACK_S) * SAMPLE_RATE))
     hi = min(samples.size, round((heard_to_s + CUT_LOOKAHEAD_S) * SAMPLE_RATE))
     if hi - lo < CUT_FRAME:
-        return min(max(lo, 0), samples.size)
+        return min(lo, samples.size)
     frames = np.lib.stride_tricks.sliding_window_view(samples[lo:hi], CUT_FRAME)[:: CUT_FRAME // 2]
     energy = np.square(frames, dtype=np.float64).mean(axis=1)
     return lo + int(np.argmin(energy)) * (CUT_FRAME // 2) + CUT_FRAME // 2

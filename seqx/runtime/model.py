@@ -74,7 +74,7 @@ def _threads() -> int:
         return 0
 
 
-def _session(path: Path, threads: int, optimized: bool = False) -> Any:
+def onnx_session(path: Path, threads: int, optimized: bool = False) -> Any:
     """An onnxruntime CPU session on `path`; a file that does not load is one SeqxError line.
     `optimized`: the graph was saved already optimized by this onnxruntime version (`seqx export`
     does so), so the session skips graph optimization (about half of opening a session)."""
@@ -142,6 +142,6 @@ def load_exported(folder: str | Path, threads: int | None = None) -> ExportedMod
     return ExportedModel(
         folder=folder, config=config, dims=dims, decode=decode, sample_rate=sample_rate,
         features=NumpyFeatures(features, sample_rate, cmvn, models=folder),
-        encoder=_session(folder / ENCODER, threads, optimized), step=_session(folder / STEP, threads, optimized),
+        encoder=onnx_session(folder / ENCODER, threads, optimized), step=onnx_session(folder / STEP, threads, optimized),
         sp=sp, special_ids=specials, automaton=automaton, grammar=grammar,
     )  # fmt: skip
