@@ -42,20 +42,15 @@ class Voice(_Section):
     variant: str = ""  # espeak-ng variant (m1, f3...), flite/festival voice (slt, kal_diphone), piper speaker
 
 
-class IntentSettings(_Section):
-    """An intent with a weight: `{templates: [...], weight: 2}` (a bare list has weight 1)."""
-
-    templates: list[str | dict[str, float]]
-    weight: float = Field(1.0, gt=0.0)
-
-
 class GrammarSettings(_Section):
     """The command grammar (seqx/grammar/load.py documents the format): intents made of templates
     with `(a | b)`, `[optional]` and `{slot}`; slots made of values, each words or `{words: output}`.
     `grammar: FILE` (a .jsgf/.gram, .txt phrase list, Vosk .json, Rhasspy .ini or .yaml grammar) is short for `grammar: {file: FILE}`."""
 
     file: str | None = None
-    intents: dict[str, list[str | dict[str, float]] | IntentSettings] = Field(default_factory=dict)
+    # intent -> a list of templates, or {templates, weight, slots}: read (and any fault named) by
+    # seqx/grammar/load.py's grammar_from_dict, as a grammar file's are
+    intents: dict[str, list[Any] | dict[str, Any]] = Field(default_factory=dict)
     # bool first: an unquoted true/false is a YAML boolean, kept as one so the grammar can say so
     # a slot is a list of values or a file of them, one a line (`song: songs.txt`, beside the recipe)
     slots: dict[str, list[bool | str | int | float | dict[str, Any]] | str] = Field(default_factory=dict)
@@ -896,7 +891,7 @@ def _first_problem(err: ValidationError) -> str:
 def _key_path(loc: tuple[int | str, ...]) -> list[str]:
     """A pydantic error location as the recipe's keys: without the "[key]" mark of a bad dict key
     and the union branch tags ("constrained-int", "literal['auto']") pydantic adds."""
-    return [str(p) for p in loc if p != "[key]" and not str(p).startswith(("constrained-", "literal["))]
+    return [str(p) for p in loc if p != "[key]" and not str(p).startswith(("constrained-", "literal[", "list[", "dict["))]
 
 
 def _suggest(loc: list[str]) -> str:

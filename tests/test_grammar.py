@@ -290,8 +290,9 @@ def test_home_assistant_intent_sentences_read_as_written(tmp_path: Path) -> None
     path.write_text(HASSIL)
     grammar = grammar_from_file(path)
     assert set(grammar.intents) == {"HassTurnOn", "HassLightSet"}
-    assert grammar.parse("switch on ceiling light lights").slots == {"name": "light.ceiling"}
-    assert grammar.parse("turn on all lights in the living room").slots == {"room": "living room"}
+    # the block's fixed `slots:` come with what its sentences say, as Home Assistant answers
+    assert grammar.parse("switch on ceiling light lights").slots == {"name": "light.ceiling", "domain": "light"}
+    assert grammar.parse("turn on all lights in the living room").slots == {"room": "living room", "domain": "light"}
     assert grammar.parse("set kitchen brightness to 50 percent").slots == {"room": "kitchen", "brightness": 50}
     assert grammar.parse("make the lamp warm white").intent == "HassLightSet"
     assert grammar.parse("turn the lamp red") is None  # the intent's own <turn> is "(make | set)"
@@ -300,7 +301,9 @@ def test_home_assistant_intent_sentences_read_as_written(tmp_path: Path) -> None
     # skip_words ("please") before or after any sentence: each said alone, after one, around, before one
     assert grammar.parse("please switch on the lamp light please").intent == grammar.parse("turn on lamp please").intent
     assert grammar.count() == len(enumerate_sentences(grammar)) == 4 * (24 + 64 + 24 + 16 + 3 * 2 * 2 * 4)
-    assert Grammar.from_dict(json.loads(grammar.to_json())).count() == grammar.count()  # as a bundle stores it
+    stored = Grammar.from_dict(json.loads(grammar.to_json()))  # as a bundle stores it
+    assert stored.count() == grammar.count()
+    assert stored.parse("turn on the lamp").slots == {"name": "lamp", "domain": "light"}
     # a folder of them, as the intents repo keeps a language: _common.yaml's lists and rules, a file an intent
     import yaml
 
@@ -327,6 +330,51 @@ def test_home_assistant_intent_sentences_read_as_written(tmp_path: Path) -> None
         else:
             broken = HASSIL.replace(change, "")
         path.write_text(broken)
+        with pytest.raises(GrammarError, match=re.escape(problem)):
+            grammar_from_file(path)
+
+
+def test_fixed_slots_are_reported_with_what_is_said(tmp_path: Path) -> None:
+    """Slots a template reports without saying them: "the fans" and "the lights" in a room are one
+    intent (Home Assistant's HassTurnOn) told apart by the domain its data block fixes; a slot said
+    keeps what was said; seqx's own YAML says the same per intent or per template; drawn sentences
+    carry them; a bundle's stored grammar keeps them; a fault is named."""
+    import yaml
+
+    path = tmp_path / "fans.yaml"
+    path.write_text("""language: en
+intents:
+  HassTurnOn:
+    data:
+      - sentences: ["turn on [all] [the] fan[s] in [the] {area}"]
+        slots: {domain: fan, name: all}
+      - sentences: ["turn on [the] {name}"]
+        slots: {name: everything, domain: switch}
+lists:
+  area: {values: [kitchen, hall]}
+  name: {values: [lamp]}
+""")
+    grammar = grammar_from_file(path)
+    assert grammar.parse("turn on all fans in the kitchen").slots == {"area": "kitchen", "domain": "fan", "name": "all"}
+    assert grammar.parse("turn on the lamp").slots == {"name": "lamp", "domain": "switch"}
+    drawn = [grammar.sample(np.random.default_rng(seed)) for seed in range(20)]
+    assert all(d.slots.get("domain") == ("fan" if "fan" in d.text else "switch") for d in drawn)
+    stored = Grammar.from_dict(json.loads(grammar.to_json()))
+    assert stored.parse("turn on fans in hall") == grammar.parse("turn on fans in hall")
+    seqx_form = {"intents": {"on": {"templates": ["lights on", {"fans on": {"slots": {"domain": "fan"}, "weight": 2}}],
+                                    "slots": {"domain": "light", "level": 3}}}}  # fmt: skip
+    path = tmp_path / "own.yaml"
+    path.write_text(yaml.safe_dump(seqx_form))
+    own = grammar_from_file(path)
+    assert own.parse("lights on").slots == {"domain": "light", "level": 3}
+    assert own.parse("fans on").slots == {"domain": "fan", "level": 3}  # the template's own before its intent's
+    assert [t.weight for t in own.templates] == [1.0, 2.0]
+    assert Grammar.from_dict(own.to_dict()).templates == own.templates
+    for spec, problem in [({"templates": ["on"], "slots": {"domain": ["a", "b"]}}, "slots: domain: expected one value"),
+                          ({"templates": ["on"], "wieght": 2}, "wieght: unknown intent key"),
+                          ({"templates": [{"on": {"slot": {"a": 1}}}]}, "slot: unknown template key"),
+                          ({"templates": [{"on": "x"}]}, "a weight is a number, got 'x'")]:  # fmt: skip
+        path.write_text(yaml.safe_dump({"intents": {"on": spec}}))
         with pytest.raises(GrammarError, match=re.escape(problem)):
             grammar_from_file(path)
 

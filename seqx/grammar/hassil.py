@@ -6,7 +6,7 @@ user's commands, as they wrote them.
       HassTurnOn:
         data:
           - sentences: ["<turn> on [the] {light_name:name}", "switch on light[s] in [the] {area}"]
-            slots: {domain: light}             # fixed slots: the intent says them (not reported here)
+            slots: {domain: light}             # fixed slots: reported with the sentence's own
     lists:
       light_name: {values: [lamp, {in: "ceiling light", out: light.ceiling}]}
       area: {values: [kitchen, living room]}
@@ -21,8 +21,10 @@ A list value's `in` may be a template (`(max | maximum)`: each way it says is a 
 A list Home Assistant fills at run time (`{name}`, `{area}` with no `lists:` entry) and a `wildcard`
 list have no values to train on: an error says to give them `values:`. `skip_words` ("please", "can
 you") may come before or after a sentence (in a fifth and a tenth as many training sentences as it
-alone). `requires_context`, `excludes_context` and `response` are read and ignored; fixed `slots:` are
-not reported (the intent is).
+alone). A data block's fixed `slots:` are reported with what its sentences say (a slot said keeps
+what was said): "turn on the fans in the kitchen" is HassTurnOn {area: kitchen, domain: fan, name:
+all}, as Home Assistant answers it. `requires_context`, `excludes_context` and `response` are read
+and ignored.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from seqx.grammar.errors import GrammarError, yaml_mapping
-from seqx.grammar.model import Grammar, Output, Slot, SlotValue, Template
+from seqx.grammar.model import Grammar, Output, Slot, SlotValue, Template, fixed_slots
 from seqx.grammar.syntax import Alt, Expr, Opt, SlotRef, Word, parse_template
 
 HASSIL_KEYS = {"language", "intents", "lists", "expansion_rules", "skip_words", "responses"}
@@ -94,10 +96,12 @@ def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str) -> Grammar
             if not isinstance(block, Mapping) or not isinstance(block.get("sentences"), list):
                 raise GrammarError(f"{where}: expected sentences: a list of templates")
             local = {**rules, **yaml_mapping(block.get("expansion_rules"), f"{where}: expansion_rules")}
+            fixed = fixed_slots(block.get("slots"), where)
             for sentence in block["sentences"]:
                 text = _lists_named(_expanded(str(sentence), local, where), lists, slots, where)
                 for said, weight in _with_skip_words(text, skip):
-                    templates.append(Template(str(intent), said, parse_template(said, f"{where}: '{sentence}'"), weight))
+                    expr = parse_template(said, f"{where}: '{sentence}'")
+                    templates.append(Template(str(intent), said, expr, weight, fixed))
     if not templates:
         raise GrammarError(f"{source}: no sentences")
     return Grammar(name, templates, slots)

@@ -8,6 +8,9 @@ The YAML form (a recipe's `data.synth.grammar:` section, or a file of its own):
       media:                           # or with a weight (default 1), per intent or per template
         templates: ["{media_verb} the music", {"play the {song} song": 2}]
         weight: 2
+      lights_on:                       # slots a template reports without saying them, per intent
+        templates: ["lights on", {"fans on": {slots: {domain: fan}}}]   # or per template (its own first)
+        slots: {domain: light}
     slots:
       level: ["ten:10", "twenty one: 21", {"thirty": 30}, five]   # words, or words with an output
 
@@ -25,7 +28,7 @@ from typing import Any
 from seqx.errors import yaml_problem
 from seqx.grammar.errors import GrammarError
 from seqx.grammar.jsgf import imported_file
-from seqx.grammar.model import Grammar, Output, Slot, SlotValue, Template
+from seqx.grammar.model import Grammar, Output, Slot, SlotValue, Template, fixed_slots
 from seqx.grammar.syntax import SLOT_NAME, parse_template, slot_refs
 from seqx.text_files import read_text_file
 
@@ -147,9 +150,14 @@ def grammar_from_dict(
     templates = []
     for intent, spec in intents.items():
         intent = str(intent)
-        weight = 1.0
+        weight, fixed = 1.0, ()
         if isinstance(spec, Mapping):
-            weight = float(spec.get("weight", 1.0))
+            where = f"{_at(source, intent + ':')}: intent {intent}"
+            unknown = sorted(set(spec) - {"templates", "weight", "slots"})
+            if unknown:
+                raise GrammarError(f"{where}: {unknown[0]}: unknown intent key (expected templates, weight, slots)")
+            weight = _template_options(spec.get("weight", 1.0), where)[0]
+            fixed = fixed_slots(spec.get("slots") or None, where)
             spec = spec.get("templates")
         if not isinstance(spec, list) or not spec:
             raise GrammarError(f"{_at(source, intent + ':')}: intent {intent}: expected a list of templates")
@@ -161,10 +169,26 @@ def grammar_from_dict(
             for ref in slot_refs(expr):
                 if ref not in slots:
                     raise GrammarError(f"{where}: unknown slot '{{{ref}}}' in '{text}'")
-            if weight * float(own) <= 0:
+            own, own_fixed = _template_options(own, where)
+            if weight * own <= 0:
                 raise GrammarError(f"{where}: a weight must be above 0")
-            templates.append(Template(intent, text, expr, weight * float(own)))
+            merged = {**dict(fixed), **dict(own_fixed)}  # a template's own fixed slots before its intent's
+            templates.append(Template(intent, text, expr, weight * own, tuple(merged.items())))
     return Grammar(name, templates, slots)
+
+
+def _template_options(own: Any, where: str) -> tuple[float, tuple[tuple[str, Output], ...]]:
+    """What follows a template's text: a weight (`{"play {song}": 2}`), or `{weight: 2, slots: {domain:
+    light}}`, slots the template reports without saying them."""
+    if not isinstance(own, Mapping):
+        try:
+            return float(own), ()
+        except (TypeError, ValueError):
+            raise GrammarError(f"{where}: a weight is a number, got {own!r}") from None
+    unknown = sorted(set(own) - {"weight", "slots"})
+    if unknown:
+        raise GrammarError(f"{where}: {unknown[0]}: unknown template key (expected weight, slots)")
+    return _template_options(own.get("weight", 1.0), where)[0], fixed_slots(own.get("slots") or None, where)
 
 
 def slot_file_values(path: Path, slot: str, source: str) -> list[str]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from itertools import groupby
 from typing import Any
@@ -67,6 +67,9 @@ class Template:
     text: str
     expr: Expr
     weight: float = 1.0
+    # slots the template reports without saying them (Home Assistant's `slots: {domain: light}`):
+    # "turn on the fans in the kitchen" and "... the lights ..." answer HassTurnOn with their domain
+    fixed: tuple[tuple[str, Output], ...] = ()
 
 
 @dataclass
@@ -95,7 +98,7 @@ class Grammar:
     def __post_init__(self) -> None:
         # a template that can say nothing (`[go] [now]`, JSGF's `go*`) keeps every sentence but the empty one
         self.templates = [
-            t if not can_say_nothing(t.expr) else Template(t.intent, render(e := says_something(t.expr)), e, t.weight)
+            t if not can_say_nothing(t.expr) else replace(t, text=render(e := says_something(t.expr)), expr=e)
             for t in self.templates
         ]
         self.templates = [self._unglued(t) for t in self.templates]
@@ -139,7 +142,7 @@ class Grammar:
             return Alt(tuple(unglued(e) for e in expr.options))
 
         expr = unglued(template.expr)
-        return template if expr == template.expr else Template(template.intent, template.text, expr, template.weight)
+        return template if expr == template.expr else replace(template, expr=expr)
 
     @classmethod
     def build(
@@ -242,7 +245,7 @@ class Grammar:
         words: list[str] = []
         slots: dict[str, Output] = {}
         self._draw(template.expr, rng, words, slots, word_balance)
-        return Parse(template.intent, slots, " ".join(words), template.text)
+        return Parse(template.intent, _with_fixed(slots, template), " ".join(words), template.text)
 
     def _draw(
         self, expr: Expr, rng: np.random.Generator, words: list[str], slots: dict[str, Output], balance: float
@@ -294,7 +297,7 @@ class Grammar:
                     slots: dict[str, Output] = {}
                     for name, output in filled:
                         slots[_slot_key(slots, name)] = output
-                    return Parse(template.intent, slots, " ".join(words), template.text)
+                    return Parse(template.intent, _with_fixed(slots, template), " ".join(words), template.text)
         return None
 
     def _match(
@@ -371,7 +374,7 @@ class Grammar:
         templates = []
         for t in self.templates:
             expr = respell(t.expr)
-            templates.append(t if expr == t.expr or expr is None else Template(t.intent, render(expr), expr, t.weight))
+            templates.append(t if expr == t.expr or expr is None else replace(t, text=render(expr), expr=expr))
         if slots == self.slots and templates == self.templates:
             return self
         return Grammar(self.name, templates, slots)
@@ -380,7 +383,7 @@ class Grammar:
     def to_dict(self) -> dict[str, Any]:
         intents: dict[str, list[Any]] = {}
         for t in self.templates:
-            intents.setdefault(t.intent, []).append(t.text if t.weight == 1.0 else {t.text: t.weight})
+            intents.setdefault(t.intent, []).append(_plain_template(t))
         slots = {
             name: [_plain_value(v) for v in slot.values]
             for name, slot in self.slots.items()
@@ -395,6 +398,37 @@ class Grammar:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict())
+
+
+def _plain_template(t: Template) -> str | dict[str, Any]:
+    """How to_dict writes a template: its text, {text: weight}, or {text: {weight, slots}} with fixed slots."""
+    if not t.fixed:
+        return t.text if t.weight == 1.0 else {t.text: t.weight}
+    return {t.text: {**({"weight": t.weight} if t.weight != 1.0 else {}), "slots": dict(t.fixed)}}
+
+
+def fixed_slots(raw: Any, where: str) -> tuple[tuple[str, Output], ...]:
+    """A template's fixed slots from a file (`slots: {domain: light, name: all}`): names and plain values."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, Mapping):
+        raise GrammarError(f"{where}: slots: expected a mapping of slot name -> value ({{domain: light}})")
+    fixed = []
+    for name, value in raw.items():
+        if not isinstance(name, str) or not name.strip() or any(c in name for c in "{}()[]| "):
+            raise GrammarError(f"{where}: slots: bad slot name {name!r}")
+        if not isinstance(value, str | int | float | bool):
+            raise GrammarError(f"{where}: slots: {name}: expected one value (words, a number or true/false), "
+                               f"got {value!r}")  # fmt: skip
+        fixed.append((name, value))
+    return tuple(fixed)
+
+
+def _with_fixed(slots: dict[str, Output], template: Template) -> dict[str, Output]:
+    """The slots said, then those the template fixes (a slot said keeps what was said)."""
+    for name, output in template.fixed:
+        slots.setdefault(name, output)
+    return slots
 
 
 def _plain_value(value: SlotValue) -> str | dict[str, Output]:
@@ -424,4 +458,4 @@ def _slot_value(value: str | tuple[str, Output]) -> SlotValue:
     return SlotValue(tuple(value.split()), " ".join(value.split()))
 
 
-__all__ = ["Grammar", "Output", "Parse", "Slot", "SlotValue", "Template", "render"]
+__all__ = ["Grammar", "Output", "Parse", "Slot", "SlotValue", "Template", "fixed_slots", "render"]
