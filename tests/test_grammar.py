@@ -647,9 +647,13 @@ def test_rhasspy_sentences_ini(tmp_path: Path) -> None:
         "[ChangeLightColor]\nset [the] (bedroom light){name:bedroom_light} [to] ($color){color}\n"
         "set <ChangeLightState.light_name> to $color\n\n"
         "[LightState]\nturn (on:enable | off:disable){state} everything\n:please stop\n\n"
-        "[SetTemperature]\n\\[please] set the oven to (100..200,50){degrees!int}\n")
+        "[SetTemperature]\n\\[please] set the oven to (100..200,50){degrees!int}\n"
+        "[TurnOn]\nturn on the lights (:light){domain}\nturn on the fan (:){domain:fan} (:2){speed}\n")
     grammar = grammar_from_file(path)
-    assert list(grammar.intents) == ["ChangeLightState", "ChangeLightColor", "LightState", "SetTemperature"]
+    assert list(grammar.intents) == ["ChangeLightState", "ChangeLightColor", "LightState", "SetTemperature", "TurnOn"]
+    # a tag that says nothing: a slot the sentence reports unsaid (it was dropped before 2026-12-02)
+    assert grammar.parse("turn on the lights").slots == {"domain": "light"}
+    assert grammar.parse("turn on the fan").slots == {"domain": "fan", "speed": 2}
     assert grammar.parse("turn off the garage light").slots == {"state": "off", "name": "garage light"}
     assert grammar.parse("set bedroom light to navy").slots == {"name": "bedroom_light", "color": "blue"}
     assert grammar.parse("set living room lamp to dark blue").slots == {"name": "living room lamp", "color": "blue"}
@@ -668,7 +672,8 @@ def test_rhasspy_sentences_ini(tmp_path: Path) -> None:
     for text, problem in [("turn on\n", ":1: a sentence before any [Intent] section"),
                           ("[A]\nplay ($movies){movie}\n", ":2: $movies: no slot file"),
                           ("[A]\nplay <nope>\n", ":2: <nope> is no rule of the file"),
-                          ("[A]\nturn (on | off\n", ":2: unbalanced brackets")]:
+                          ("[A]\nturn (on | off\n", ":2: unbalanced brackets"),
+                          ("[A]\nturn on (the lamp (:light){domain} | fan)\n", ":2: tag {domain} says nothing and reports a value inside a group")]:  # fmt: skip
         path.write_text(text)
         with pytest.raises(GrammarError, match=re.escape(f"{path}{problem}")):
             grammar_from_file(path)

@@ -3,7 +3,8 @@
 `[Intent]` sections of template sentences; `name = ...` rules inside a section, used as `<name>` (or
 `<Intent.name>` from another section); `(a | b)`, `[optional]`; tags `(red | green){color}` and
 `(living room lamp){name:switch_1}` name a slot; substitutions `on:enable` and `(a | b):out` say
-what the slot reports; `:please` is reported, never said; `$colors` is the slot file
+what the slot reports; `:please` is reported, never said; a tag of the sentence that says
+nothing (`(:light){domain}`, `(:){domain:light}`) is a slot the sentence reports unsaid; `$colors` is the slot file
 `slots/colors` beside the file (one value a line, the same syntax); `1..10` (`1..10,2`) a range
 of numbers, said as words and reported as numbers; `\\[` escapes a sentence's first bracket. A
 tagged part becomes a seqx slot of every way to say it (so it must be finite and not huge); what
@@ -96,11 +97,30 @@ class _Builder:
         for intent, lines in sections.items():
             self.intent = intent  # `<name>` is this section's rule first
             for line, number in lines:
-                expr = self.expr(_parse(line, f"{self.source}:{number}"), f"{self.source}:{number}", ())
+                where = f"{self.source}:{number}"
+                node = _parse(line, where)
+                parts = list(node.parts) if isinstance(node, _Group) and node.kind == "seq" else [node]
+                fixed = [self.fixed(p, where) for p in parts]
+                expr = sequence_of([self.expr(p, where, ()) for p, f in zip(parts, fixed, strict=True) if f is None])
                 if expr is None:
-                    raise GrammarError(f"{self.source}:{number}: the sentence says nothing")
-                templates.append(Template(intent, render(expr), expr))
+                    raise GrammarError(f"{where}: the sentence says nothing")
+                templates.append(Template(intent, render(expr), expr, fixed=tuple(f for f in fixed if f is not None)))
         return Grammar(name, templates, self.slots)
+
+    def fixed(self, node: object, where: str) -> tuple[str, Output] | None:
+        """A tag of the sentence that says nothing and reports a value (`(:light){domain}`, `(:){domain:light}`):
+        a slot the sentence reports without saying it. None for any other part."""
+        if not isinstance(node, _Tag):
+            return None
+        said = self.values(node.item, where, ())
+        if any(s.words for s in said):
+            return None
+        outs = {node.value or " ".join(s.out or ()) for s in said} - {""}
+        if len(outs) != 1:
+            raise GrammarError(f"{where}: tag {{{node.name}}} says nothing and reports "
+                               f"{'nothing' if not outs else 'one of several values'}")  # fmt: skip
+        out = outs.pop()
+        return node.name.split("!")[0], int(out) if re.fullmatch(r"-?\d+", out) else out
 
     def expr(self, node: object, where: str, stack: tuple[str, ...]) -> Expr | None:
         """The part as seqx says it; tags become slots."""
@@ -175,6 +195,9 @@ class _Builder:
                 out = value if value else " ".join(s.out if s.out is not None else s.words)
                 found.setdefault(s.words, int(out) if re.fullmatch(r"-?\d+", out) else out)
         if not found:
+            if any(s.out or value for s in said):  # a fixed value where only some sentences say it
+                raise GrammarError(f"{where}: tag {{{name}}} says nothing and reports a value inside a group: "
+                                   f"a slot reported unsaid is a part of the sentence itself ('... (:light){{domain}}')")  # fmt: skip
             return None
         values = tuple(SlotValue(w, o) for w, o in found.items())
         # the same tag elsewhere with other words (a light's name here, a room's there) is a list of its own,
