@@ -63,14 +63,14 @@ def folder_files(folder: Path) -> list[Path]:
 def hassil_folder(folder: Path) -> Grammar:
     """A folder of HassIL files (the intents repo's `sentences/en/`, `_common.yaml` among them, and a file
     of your own lists), merged as HassIL merges them: intents' data blocks joined, lists and rules by name."""
-    from seqx.grammar.load import _yaml_or_nothing
+    from seqx.grammar.load import yaml_or_nothing
 
     files = folder_files(folder)
     if not files:
         raise GrammarError(f"{folder}: a folder grammar is Home Assistant's intent sentences: no .yaml files in it")
     merged: dict[str, Any] = {"intents": {}}
     for path in files:
-        raw = _yaml_or_nothing(path)
+        raw = yaml_or_nothing(path)
         if not isinstance(raw, Mapping) or not set(raw) <= HASSIL_KEYS:
             raise GrammarError(f"{path}: not Home Assistant's intent sentences (language, intents, lists, "
                                f"expansion_rules, skip_words)")  # fmt: skip

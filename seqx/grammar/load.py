@@ -48,7 +48,7 @@ def grammar_files(path: Path) -> list[Path]:
     if path.suffix.lower() == ".ini" and (path.parent / "slots").is_dir():
         files += sorted(f for f in (path.parent / "slots").rglob("*") if f.is_file())
     if path.suffix.lower() in (".yaml", ".yml") and path.is_file():
-        raw = _yaml_or_nothing(path)  # reading the grammar says what is wrong with it
+        raw = yaml_or_nothing(path)  # reading the grammar says what is wrong with it
         if isinstance(raw, dict) and "grammar" in raw and "intents" not in raw:
             raw = raw["grammar"]
         files += [f for f in slot_files(raw, path.parent) if f.is_file()]
@@ -61,7 +61,7 @@ def grammar_files(path: Path) -> list[Path]:
     return files
 
 
-def _yaml_or_nothing(path: Path) -> Any:
+def yaml_or_nothing(path: Path) -> Any:
     """A YAML file's contents, {} when it is not valid YAML: for a look at what kind of file it is
     (the reader that loads it for real names the fault)."""
     import yaml
@@ -321,7 +321,7 @@ def open_grammar(path: str | Path, overrides: list[str] | None = None) -> Gramma
         except RecipeError:
             pass  # not one: the grammar-file reader below says what is wrong with the path
     if path.suffix.lower() in (".yaml", ".yml") and path.is_file():
-        raw = _yaml_or_nothing(path)
+        raw = yaml_or_nothing(path)
         from seqx.grammar.rhino import is_rhino
 
         if isinstance(raw, dict) and "intents" not in raw and "grammar" not in raw and not is_rhino(raw):
