@@ -63,6 +63,7 @@ demo: setup
 # (100-180 s) among them, and one worker idled 104 s at the end (docs/benchmarks.md "Which file ends the run")
 TEST_WORKERS ?= 2
 test: setup
+	$(PY) -m ruff check --quiet .
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder --max-worker-restart 0
 
 bench: setup

@@ -29,10 +29,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from human import as_wav, human_sets, set_model_name
+from human import as_wav, human_sets, set_model_name  # noqa: E402
 
-from seqx.featurize.samples import read_samples
-from seqx.featurize.span import speech_span
+from seqx.featurize.samples import read_samples  # noqa: E402
+from seqx.featurize.span import speech_span  # noqa: E402
 
 SAMPLE_RATE = 16000
 MARGIN_S = 0.2

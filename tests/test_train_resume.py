@@ -110,7 +110,10 @@ def test_resumed_run_matches_uninterrupted_run_bitwise(tmp_path: Path) -> None:
     a, b = load_file(straight.bundle_dir / "model.safetensors"), load_file(broken.bundle_dir / "model.safetensors")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     # the training log has each step once, as if the run had never stopped
-    log = lambda r: [json.loads(x) for x in (r.root / "train_log.jsonl").read_text().splitlines()]
+
+    def log(r) -> list[dict]:  # noqa: ANN001
+        return [json.loads(x) for x in (r.root / "train_log.jsonl").read_text().splitlines()]
+
     steps = [row["step"] for row in log(broken) if "loss" in row]
     assert steps == [row["step"] for row in log(straight) if "loss" in row]
 
