@@ -361,6 +361,9 @@ lists:
     assert all(d.slots.get("domain") == ("fan" if "fan" in d.text else "switch") for d in drawn)
     stored = Grammar.from_dict(json.loads(grammar.to_json()))
     assert stored.parse("turn on fans in hall") == grammar.parse("turn on fans in hall")
+    from seqx.grammar.summary import summarize  # `seqx grammar --show` lists them
+
+    assert summarize(grammar).fixed == {"domain": ["fan", "switch"], "name": ["all", "everything"]}
     seqx_form = {"intents": {"on": {"templates": ["lights on", {"fans on": {"slots": {"domain": "fan"}, "weight": 2}}],
                                     "slots": {"domain": "light", "level": 3}}}}  # fmt: skip
     path = tmp_path / "own.yaml"

@@ -59,6 +59,13 @@ def grammar(
             for name, size in summary.slots.items():
                 slots.add_row(name, str(size))
             out.print(slots)
+        if summary.fixed:  # said by no word: a template reports them
+            fixed = Table(title="slots reported unsaid")
+            fixed.add_column("slot")
+            fixed.add_column("values")
+            for name, values in summary.fixed.items():
+                fixed.add_row(name, ", ".join(map(str, values)))
+            out.print(fixed)
         for group in summary.sound_alike:
             out.print(f"[yellow]warning:[/] {' / '.join(repr(w) for w in group)} sound alike where the grammar takes "
                       "either: a recognizer cannot tell which was said (word one of them otherwise)", highlight=False)

@@ -22,6 +22,8 @@ class GrammarSummary:
     dfa_states: int
     dfa_arcs: int
     compile_seconds: float
+    # slot -> the values templates report without saying them (Home Assistant's `slots: {domain: light}`)
+    fixed: dict[str, list[Any]] = field(default_factory=dict)
     # words said alike where the grammar allows either ("right" / "write" after "turn"): a recognizer
     # hears one sound, so which of them it writes is a coin toss the grammar set up
     sound_alike: list[list[str]] = field(default_factory=list)
@@ -48,6 +50,7 @@ def summarize(grammar: Grammar) -> GrammarSummary:
         name=grammar.name,
         intents=intents,
         slots={name: len(grammar.slots[name].values) for name in sorted({written_slot(n) for n in grammar.used_slots()})},
+        fixed=fixed_values(grammar),
         vocabulary=len(grammar.vocabulary()),
         sentences=grammar.count(),
         dfa_states=dfa.num_states,
@@ -57,6 +60,16 @@ def summarize(grammar: Grammar) -> GrammarSummary:
         shared=[list(found) for found in shared_sentences(grammar)],
         short_forms=short_form_advice(grammar),
     )
+
+
+def fixed_values(grammar: Grammar) -> dict[str, list[Any]]:
+    """Each fixed slot's values, in the order the templates give them."""
+    found: dict[str, list[Any]] = {}
+    for template in grammar.templates:
+        for name, value in template.fixed:
+            if value not in found.setdefault(name, []):
+                found[name].append(value)
+    return dict(sorted(found.items()))
 
 
 def _as_decoded(grammar: Grammar) -> tuple[Grammar, Callable[[str], str]]:
