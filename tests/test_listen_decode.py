@@ -174,8 +174,15 @@ def test_with_a_wake_word_only_the_commands_after_it_are_decoded(
     sf.write(path, wave, R, subtype="PCM_16")
     run = _cli("--model", str(bundle.folder), "--input", str(path), "--wake-word", "hey jarvis", "--json")
     assert run.returncode == 0, run.stderr
-    events = [json.loads(line) for line in run.stdout.splitlines()]
-    assert [e["text"] for e in events if e["understood"]] == [alone[0], alone[2]], json.dumps(events)
+    lines = [json.loads(line) for line in run.stdout.splitlines()]
+    events = [e for e in lines if e.get("event") != "wake"]
+    assert [e["text"] for e in events if e["understood"]] == [alone[0], alone[2]], json.dumps(lines)
+    # the moment each word is heard, a line of its own, before the command it opens ends
+    wakes = [(i, e) for i, e in enumerate(lines) if e.get("event") == "wake"]
+    assert [e["wake_word"] for _, e in wakes] == ["hey jarvis"] * 2 and all(e["score"] >= 0.5 for _, e in wakes)
+    decoded = [i for i, e in enumerate(lines) if e.get("understood")]
+    assert wakes[0][0] < decoded[0] < wakes[1][0] < decoded[1]
+    assert wakes[0][1]["time"] == [e["wake"] for e in events if e["understood"]][0]  # the word in one breath
     second_at = (2 * gap.size + word.size + R // 8 + first.size) / R
     second_span = (second_at, second_at + second.size / R)
     heard_second = [e for e in events if second_span[0] <= e["start"] < second_span[1]]

@@ -16,7 +16,7 @@ from seqx.errors import SeqxError
 from seqx.recipe import DEFAULT_RECIPE, ListenSettings, Recipe, load_recipe, recipe_from_dict
 
 if TYPE_CHECKING:
-    from seqx.listen.wake import WakeGate
+    from seqx.listen.wake import Wake, WakeGate
 
 InputOpt = Annotated[
     str,
@@ -87,7 +87,7 @@ def listen(
         raise SeqxError("--run: the recipe has no actions: section (nor listen.wake_run), so there is nothing to run")
     if input_ not in ("mic", "-") and not Path(input_).is_file():
         raise SeqxError(f"{input_}: no such file (--input takes mic, - or an audio file)")
-    wake = _wake_gate(settings.listen, wake_word, show=not json_out, model=model, run=run)
+    wake = _wake_gate(settings.listen, wake_word, json_out=json_out, model=model, run=run)
     decode = None if segments_only else _decoder(model, settings, grammar, overrides)
     own_vad = model / "silero_vad.onnx" if model is not None and (model / "silero_vad.onnx").is_file() else None
     vad, note = load_vad(settings.listen.vad, settings.listen.energy_margin_db, own_vad)  # an export's own copy
@@ -116,12 +116,13 @@ def listen(
 
 
 def _wake_gate(
-    settings: ListenSettings, given: str | None, show: bool, model: Path | None, run: bool = False
+    settings: ListenSettings, given: str | None, json_out: bool, model: Path | None, run: bool = False
 ) -> WakeGate | None:
     """The wake-word gate `--wake-word` (or the recipe's listen.wake_word, or the export folder's own)
-    asks for, or None (`none` turns an export's off). The moment the word is heard: with `show`,
-    "(hey jarvis)" on stderr; with `run`, listen.wake_run started. An export folder's graphs and wake
-    word need no openwakeword package."""
+    asks for, or None (`none` turns an export's off). The moment the word is heard: "(hey jarvis)" on
+    stderr, or with `json_out` a line `{"event": "wake", ...}` on stdout (a program reading the events
+    learns it then, not when the command ends); with `run`, listen.wake_run started. An export
+    folder's graphs and wake word need no openwakeword package."""
     from seqx.listen.wake import EXPORT_FILE, WakeDetector, WakeGate, exported_wake_word, wake_model_path, wake_word_label
     from seqx.runtime.model import is_exported
 
@@ -134,8 +135,13 @@ def _wake_gate(
     path = folder / EXPORT_FILE if folder is not None and label == carried else wake_model_path(name)
     detector = WakeDetector(path, settings.wake_threshold, graphs_folder=folder)
 
-    def heard(_: object) -> None:
-        if show:
+    def heard(wake: Wake) -> None:
+        if json_out:
+            record = {"event": "wake", "wake_word": label, "time": round(wake.time, 3), "score": round(wake.score, 4),
+                      "understood": False}  # fmt: skip
+            out.file.write(json.dumps(record) + "\n")
+            out.file.flush()
+        else:
             console.print(f"({label})", style="dim", highlight=False)
         if run and settings.wake_run:
             _start(list(settings.wake_run))
