@@ -334,6 +334,29 @@ def test_home_assistant_intent_sentences_read_as_written(tmp_path: Path) -> None
             grammar_from_file(path)
 
 
+def test_home_assistant_ranges_with_fractions_and_a_multiplier(tmp_path: Path) -> None:
+    """HassIL's `fractions: halves` ("twenty point five", 20.5) and `multiplier` (said 50, reported 0.5)."""
+    path = tmp_path / "climate.yaml"
+    path.write_text("""language: en
+intents:
+  HassClimateSetTemperature:
+    data: [{sentences: ["set [the] temperature to {temperature} degrees"]}]
+  HassLightSet:
+    data: [{sentences: ["brightness {level} percent"]}]
+lists:
+  temperature: {range: {type: temperature, from: 18, to: 22, fractions: halves}}
+  level: {range: {type: percentage, from: 0, to: 100, step: 50, multiplier: 0.01}}
+""")
+    spoken = grammar_from_file(path).spoken(lambda text: normalize_text(text, TokenizerSettings()))
+    assert spoken.parse("set the temperature to twenty point five degrees").slots == {"temperature": 20.5}
+    assert spoken.parse("set temperature to twenty two degrees").slots == {"temperature": 22}
+    assert not spoken.accepts("set temperature to twenty two point five degrees")  # past `to`
+    assert spoken.parse("brightness fifty percent").slots == {"level": 0.5}
+    path.write_text(path.read_text().replace("halves", "quarters"))
+    with pytest.raises(GrammarError, match="fractions: expected halves or tenths, got 'quarters'"):
+        grammar_from_file(path)
+
+
 def test_fixed_slots_are_reported_with_what_is_said(tmp_path: Path) -> None:
     """Slots a template reports without saying them: "the fans" and "the lights" in a room are one
     intent (Home Assistant's HassTurnOn) told apart by the domain its data block fixes; a slot said

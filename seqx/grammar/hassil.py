@@ -10,7 +10,7 @@ user's commands, as they wrote them.
     lists:
       light_name: {values: [lamp, {in: "ceiling light", out: light.ceiling}]}
       area: {values: [kitchen, living room]}
-      brightness: {range: {from: 0, to: 100, step: 10}}
+      brightness: {range: {from: 0, to: 100, step: 10}}   # also multiplier:, fractions: halves | tenths
     expansion_rules:
       turn: "(turn | switch)"
 
@@ -172,18 +172,41 @@ def _values(list_name: str, lists: Mapping[str, Any], where: str) -> tuple[SlotV
         raise GrammarError(f"lists: {list_name}: a wildcard list says anything; a command model needs its values: "
                            f"give it values:")  # fmt: skip
     if "range" in spec:
-        span = yaml_mapping(spec["range"], f"lists: {list_name}: range")
-        try:
-            first, last, step = int(span["from"]), int(span["to"]), int(span.get("step", 1))
-        except (KeyError, TypeError, ValueError):
-            raise GrammarError(f"lists: {list_name}: range: expected from:, to: (and step:) numbers") from None
-        if step <= 0 or last < first:
-            raise GrammarError(f"lists: {list_name}: range: from {first} to {last} by {step} says nothing")
-        return tuple(SlotValue(tuple(str(n).split()), n) for n in range(first, last + 1, step))
+        return _range_values(yaml_mapping(spec["range"], f"lists: {list_name}: range"), list_name)
     values = spec.get("values")
     if not isinstance(values, list) or not values:
         raise GrammarError(f"lists: {list_name}: expected values: a list")
     return tuple(way for value in values for way in _value(value, list_name))
+
+
+_FRACTIONS = {"halves": (5,), "tenths": tuple(range(1, 10))}  # the tenths each whole number is said with
+
+
+def _range_values(span: Mapping[str, Any], list_name: str) -> tuple[SlotValue, ...]:
+    """A range list's numbers, as HassIL says them: `from`..`to` by `step`, each reported times
+    `multiplier` ("50" percent as 0.5); `fractions: halves` adds "twenty point five", `tenths` every
+    "twenty point one" .. "point nine", reported as 20.5 and so on (a thermostat's setting)."""
+    try:
+        first, last, step = int(span["from"]), int(span["to"]), int(span.get("step", 1))
+        multiplier = float(span.get("multiplier", 1))
+    except (KeyError, TypeError, ValueError):
+        raise GrammarError(f"lists: {list_name}: range: expected from:, to: (and step:, multiplier:) numbers") from None
+    if step <= 0 or last < first:
+        raise GrammarError(f"lists: {list_name}: range: from {first} to {last} by {step} says nothing")
+    fractions = span.get("fractions")
+    if fractions is not None and fractions not in _FRACTIONS:
+        raise GrammarError(f"lists: {list_name}: range: fractions: expected halves or tenths, got {fractions!r}")
+
+    def reported(number: float) -> Output:  # a whole number stays one unless a multiplier is given
+        return number if isinstance(number, int) and multiplier == 1 else round(number * multiplier, 6)
+
+    values = []
+    for n in range(first, last + 1, step):
+        values.append(SlotValue((str(n),), reported(n)))
+        if fractions is not None and n < last:
+            tenths = _FRACTIONS[fractions]
+            values += [SlotValue((str(n), "point", str(t)), reported(n + t / 10)) for t in tenths]
+    return tuple(values)
 
 
 def _value(value: Any, list_name: str) -> list[SlotValue]:
