@@ -357,6 +357,29 @@ lists:
         grammar_from_file(path)
 
 
+def test_home_assistant_permutations_say_their_items_in_every_order(tmp_path: Path) -> None:
+    """HassIL's `(a; b)`: each order of the items ("the lamp turn on" as well as "turn on the lamp"); a
+    sentence is a group, so `a; b` at its top is one too; groups inside first. They were read in the
+    written order, with "on;" a word, before 2026-12-02."""
+    path = tmp_path / "perm.yaml"
+    path.write_text("""language: en
+intents:
+  HassTurnOn:
+    data: [{sentences: ["(turn on; [the] {name}) [please]", "{name}; (switch | flip) (up; now)"]}]
+lists:
+  name: {values: [lamp, fan]}
+""")
+    grammar = grammar_from_file(path)
+    for said, name in [("turn on the lamp", "lamp"), ("the lamp turn on please", "lamp"), ("fan turn on", "fan"),
+                       ("flip now up fan", "fan"), ("switch up now lamp", "lamp"), ("lamp flip now up", "lamp")]:  # fmt: skip
+        assert grammar.parse(said).slots == {"name": name}, said
+    assert grammar.count() == 2 * 2 * 2 * 2 + 2 * (2 * 2) * 2  # orders x [the] x names x [please]; 2 orders x (2 x 2 orders) x names
+    assert not grammar.accepts("turn the lamp on") and not grammar.accepts("now up flip fan")  # an item stays whole
+    path.write_text(path.read_text().replace("(up; now)", "(a; b; c; d; e; f)"))
+    with pytest.raises(GrammarError, match="a permutation of more than 5 items"):
+        grammar_from_file(path)
+
+
 def test_fixed_slots_are_reported_with_what_is_said(tmp_path: Path) -> None:
     """Slots a template reports without saying them: "the fans" and "the lights" in a room are one
     intent (Home Assistant's HassTurnOn) told apart by the domain its data block fixes; a slot said

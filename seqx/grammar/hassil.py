@@ -15,8 +15,8 @@ user's commands, as they wrote them.
       turn: "(turn | switch)"
 
 The templates are seqx's own syntax but for two things: `{list:slot}` (a list reported under another
-name: seqx's `{slot@list}`) and `<rule>` (an expansion rule, the intent's own `expansion_rules` before
-the file's), which are rewritten; brackets against letters (`light[s]`) are one word, as in seqx.
+name: seqx's `{slot@list}`), `<rule>` (an expansion rule, the intent's own `expansion_rules` before
+the file's) and `(a; b)` (a permutation: the items in every order), which are rewritten; brackets against letters (`light[s]`) are one word, as in seqx.
 A list value's `in` may be a template (`(max | maximum)`: each way it says is a value with that `out`).
 A list Home Assistant fills at run time (`{name}`, `{area}` with no `lists:` entry) and a `wildcard`
 list have no values to train on: an error says to give them `values:`. `skip_words` ("please", "can
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from itertools import permutations
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +99,7 @@ def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str) -> Grammar
             local = {**rules, **yaml_mapping(block.get("expansion_rules"), f"{where}: expansion_rules")}
             fixed = fixed_slots(block.get("slots"), where)
             for sentence in block["sentences"]:
-                text = _lists_named(_expanded(str(sentence), local, where), lists, slots, where)
+                text = _lists_named(_permuted(_expanded(str(sentence), local, where), where), lists, slots, where)
                 for said, weight in _with_skip_words(text, skip):
                     expr = parse_template(said, f"{where}: '{sentence}'")
                     templates.append(Template(str(intent), said, expr, weight, fixed))
@@ -146,6 +147,62 @@ def _expanded(text: str, rules: Mapping[str, Any], where: str, depth: int = 0) -
         return f"({_expanded(str(rules[m.group(1)]), rules, where, depth + 1)})"
 
     return _RULE.sub(rule, text)
+
+
+MAX_PERMUTED = 5  # items of one `(a; b; c)`: 5! = 120 orders
+
+
+def _permuted(text: str, where: str) -> str:
+    """HassIL's permutations, `(a; b; c)`: the items in every order, as alternatives of seqx's syntax
+    (`((a) (b) | (b) (a))`). Groups inside are done first; a group without `;` is left as written. A
+    sentence is a group of its own, as HassIL reads it: `a; b` at its top is a permutation too."""
+    if ";" not in text:
+        return text
+    return _groups_permuted(f"({text})" if len(_split_top(text, ";")) > 1 else text, where)
+
+
+def _groups_permuted(text: str, where: str) -> str:
+    out, i = [], 0
+    while i < len(text):
+        if text[i] != "(":
+            out.append(text[i])
+            i += 1
+            continue
+        end = _closing(text, i)
+        if end < 0:  # unbalanced: parse_template names it
+            return text
+        inner = _groups_permuted(text[i + 1 : end], where)
+        items = _split_top(inner, ";")
+        if len(items) > 1:
+            if len(items) > MAX_PERMUTED:
+                raise GrammarError(f"{where}: a permutation of more than {MAX_PERMUTED} items in '{text}'")
+            inner = " | ".join(" ".join(f"({item.strip()})" for item in order) for order in permutations(items))
+        out.append(f"({inner})")
+        i = end + 1
+    return "".join(out)
+
+
+def _closing(text: str, start: int) -> int:
+    """Where the bracket opened at `start` closes (-1: it does not)."""
+    depth = 0
+    for i in range(start, len(text)):
+        depth += text[i] in "([{"
+        depth -= text[i] in ")]}"
+        if depth == 0:
+            return i
+    return -1
+
+
+def _split_top(text: str, separator: str) -> list[str]:
+    """`text` split at each `separator` outside brackets."""
+    parts, depth, begun = [], 0, 0
+    for i, c in enumerate(text):
+        depth += c in "([{"
+        depth -= c in ")]}"
+        if c == separator and depth == 0:
+            parts.append(text[begun:i])
+            begun = i + 1
+    return [*parts, text[begun:]]
 
 
 def _lists_named(text: str, lists: Mapping[str, Any], slots: dict[str, Slot], where: str) -> str:
