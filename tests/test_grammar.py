@@ -410,6 +410,11 @@ lists:
     from seqx.grammar.summary import summarize  # `seqx grammar --show` lists them
 
     assert summarize(grammar).fixed == {"domain": ["fan", "switch"], "name": ["all", "everything"]}
+    # one intent saying a sentence with two sets of fixed slots: the first always answers it, so say so
+    clash = {"intents": {"on": {"templates": ["turn on [the] fan", {"turn on the {name}": {"slots": {"domain": "x"}}}]}},
+             "slots": {"name": ["fan", "lamp"]}}  # fmt: skip
+    assert summarize(grammar_from_dict(clash)).shared == [["on {}", "on {domain=x}", "turn on the fan"]]
+    assert summarize(grammar).shared == []
     seqx_form = {"intents": {"on": {"templates": ["lights on", {"fans on": {"slots": {"domain": "fan"}, "weight": 2}}],
                                     "slots": {"domain": "light", "level": 3}}}}  # fmt: skip
     path = tmp_path / "own.yaml"

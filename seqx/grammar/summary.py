@@ -94,18 +94,30 @@ def _default_tokenizer() -> Any:
 
 def shared_warning(first: str, second: str, sentence: str) -> str:
     """What `seqx grammar --show` and the data stage say of a sentence two intents say."""
+    if first.split()[0] == second.split()[0]:  # one intent, told apart by the slots its templates fix
+        return (f"{first} and {second} both say {sentence!r}: it is always answered {first} "
+                f"(say it in one of them only)")  # fmt: skip
     return f"intents {first} and {second} both say {sentence!r}: it is always answered {first} (say it in one intent only)"
 
 
 def shared_sentences(grammar: Grammar) -> list[tuple[str, str, str]]:
     """(first intent, second intent, their shortest common sentence) for each pair of intents that
     say a sentence alike, as decoding spells them (a word-by-word walk of both intents' automata
-    together: no sentence is listed, so a 10^8-sentence grammar takes milliseconds)."""
+    together: no sentence is listed, so a 10^8-sentence grammar takes milliseconds). An intent whose
+    templates fix different slots (Home Assistant's `domain: fan` and `domain: light`) is a group per
+    set of fixed slots, named `HassTurnOn {domain=fan}`: the first template that says a sentence
+    answers it, so the second group's slots are never reported for it."""
     from collections import deque
 
     said, _ = _as_decoded(grammar)
-    names = list(said.intents)
-    dfas = {name: said.subset([name]).word_dfa() for name in names}
+    groups: dict[str, list] = {}
+    for intent, templates in said.intents.items():
+        fixings = list(dict.fromkeys(t.fixed for t in templates))
+        for fixed in fixings:
+            name = intent if len(fixings) == 1 else " ".join([intent, _fixed_text(fixed)])
+            groups[name] = [t for t in templates if t.fixed == fixed]
+    names = list(groups)
+    dfas = {name: Grammar(said.name, groups[name], said.slots).word_dfa() for name in names}
     found = []
     for i, first in enumerate(names):
         for second in names[i + 1 :]:
@@ -123,6 +135,10 @@ def shared_sentences(grammar: Grammar) -> list[tuple[str, str, str]]:
                         paths[(target, other)] = (*paths[pair], str(word))
                         queue.append((target, other))
     return found
+
+
+def _fixed_text(fixed: tuple) -> str:
+    return "{" + " ".join(f"{k}={v}" for k, v in fixed) + "}" if fixed else "{}"
 
 
 # words said as written where they stand alone, since alone they may be another word (short_forms.py)
