@@ -720,6 +720,11 @@ def test_rhasspy_sentences_ini(tmp_path: Path) -> None:
     assert grammar.parse("stop").intent == "LightState" and not grammar.accepts("please stop")
     assert grammar.parse("please set the oven to one hundred fifty").slots == {"degrees": 150}
     assert grammar.accepts("set the oven to two hundred") and not grammar.accepts("set the oven to one hundred twenty")
+    # converters apply to what a tag reports (they were read and ignored before 2026-12-02)
+    converts = tmp_path / "convert.ini"
+    converts.write_text("[Fan]\nfan speed (low:1.5 | high:3){speed!float} (:LAMP){name!lower} (on:yes | off:no){state!bool}\n")
+    assert grammar_from_file(converts).parse("fan speed low off").slots == {"speed": 1.5, "name": "lamp", "state": False}
+    assert grammar_from_file(converts).parse("fan speed high on").slots == {"speed": 3.0, "name": "lamp", "state": True}
     from seqx.grammar.load import grammar_files  # a corpus made from it depends on its slot files
 
     assert grammar_files(path) == [path, tmp_path / "slots" / "color"]
@@ -727,7 +732,8 @@ def test_rhasspy_sentences_ini(tmp_path: Path) -> None:
                           ("[A]\nplay ($movies){movie}\n", ":2: $movies: no slot file"),
                           ("[A]\nplay <nope>\n", ":2: <nope> is no rule of the file"),
                           ("[A]\nturn (on | off\n", ":2: unbalanced brackets"),
-                          ("[A]\nturn on (the lamp (:light){domain} | fan)\n", ":2: tag {domain} says nothing and reports a value inside a group")]:  # fmt: skip
+                          ("[A]\nturn on (the lamp (:light){domain} | fan)\n", ":2: tag {domain} says nothing and reports a value inside a group"),
+                          ("[A]\nset (fast){speed!int}\n", ":2: {speed!int}: 'fast' is not int")]:  # fmt: skip
         path.write_text(text)
         with pytest.raises(GrammarError, match=re.escape(f"{path}{problem}")):
             grammar_from_file(path)

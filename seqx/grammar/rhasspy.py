@@ -8,8 +8,9 @@ nothing (`(:light){domain}`, `(:){domain:light}`) is a slot the sentence reports
 `slots/colors` beside the file (one value a line, the same syntax); `1..10` (`1..10,2`) a range
 of numbers, said as words and reported as numbers; `\\[` escapes a sentence's first bracket. A
 tagged part becomes a seqx slot of every way to say it (so it must be finite and not huge); what
-is outside tags is said as written and reports nothing. Converters (`!int`) are read and
-ignored. Errors name the file and line.
+is outside tags is said as written and reports nothing. Converters `!int`, `!float`, `!bool`,
+`!lower` and `!upper` are applied to what a tag reports (others, your own, are read and left out).
+Errors name the file and line.
 """
 
 from __future__ import annotations
@@ -120,7 +121,7 @@ class _Builder:
             raise GrammarError(f"{where}: tag {{{node.name}}} says nothing and reports "
                                f"{'nothing' if not outs else 'one of several values'}")  # fmt: skip
         out = outs.pop()
-        return node.name.split("!")[0], int(out) if re.fullmatch(r"-?\d+", out) else out
+        return node.name.split("!")[0], _converted(out, node.name, where)
 
     def expr(self, node: object, where: str, stack: tuple[str, ...]) -> Expr | None:
         """The part as seqx says it; tags become slots."""
@@ -130,8 +131,7 @@ class _Builder:
             return self.slot(node.name, self.values(node.item, where, stack), node.value, where)
         if isinstance(node, _Ref):
             if node.name.startswith("$"):
-                name = node.name[1:].split("!")[0]
-                return self.slot(name, self.values(node, where, stack), None, where)
+                return self.slot(node.name[1:], self.values(node, where, stack), None, where)
             return self.expr(self.rule(node, where, stack), where, (*stack, node.name))
         if isinstance(node, str):  # a range of numbers, untagged: said as words
             return Alt(tuple(_words(tuple(w.split())) for w, _ in _range(node)))
@@ -187,13 +187,14 @@ class _Builder:
                                        for line, n in lines if line and not line.startswith("#")]
         return [v for node, at in self.parsed[f"${name}"] for v in self.values(node, at, stack)]
 
-    def slot(self, name: str, said: list[_Said], value: str | None, where: str) -> SlotRef | None:
-        name = name.split("!")[0]
+    def slot(self, tag: str, said: list[_Said], value: str | None, where: str) -> SlotRef | None:
+        """`tag`: the slot's name, with any converters (`degrees!int`)."""
+        name = tag.split("!")[0]
         found: dict[tuple[str, ...], Output] = {}
         for s in said:
             if s.words:
                 out = value if value else " ".join(s.out if s.out is not None else s.words)
-                found.setdefault(s.words, int(out) if re.fullmatch(r"-?\d+", out) else out)
+                found.setdefault(s.words, _converted(out, tag, where))
         if not found:
             if any(s.out or value for s in said):  # a fixed value where only some sentences say it
                 raise GrammarError(f"{where}: tag {{{name}}} says nothing and reports a value inside a group: "
@@ -206,6 +207,28 @@ class _Builder:
         key = same[0] if same else name if name not in self.slots else _free(self.slots, f"{name}@{self.intent}")
         self.slots[key] = self.slots.get(key) or Slot(key, values)
         return SlotRef(key) if len(said) == len([s for s in said if s.words]) else Opt(SlotRef(key))
+
+
+_CONVERTERS = {
+    "int": lambda v: int(float(v)), "float": float, "lower": str.lower, "upper": str.upper,
+    "bool": lambda v: v.strip().lower() in ("true", "yes", "on", "1"),
+}  # fmt: skip
+
+
+def _converted(out: str, tag: str, where: str) -> Output:
+    """What a slot reports: its text through the tag's converters (`{temp!int}`, `{name!upper}`), as
+    Rhasspy's are named; without any, a whole number is a number and the rest text. A converter of
+    your own (a script Rhasspy would run) is left out: the text is reported."""
+    value: Output = int(out) if re.fullmatch(r"-?\d+", out) else out
+    for name in tag.split("!")[1:]:
+        convert = _CONVERTERS.get(name.strip().lower())
+        if convert is None:
+            continue
+        try:
+            value = convert(str(value))
+        except ValueError:
+            raise GrammarError(f"{where}: {{{tag}}}: {out!r} is not {name}") from None
+    return value
 
 
 def _free(taken: dict[str, Slot], name: str) -> str:
