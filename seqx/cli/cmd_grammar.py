@@ -71,7 +71,7 @@ def grammar(
                       "either: a recognizer cannot tell which was said (word one of them otherwise)", highlight=False)
         for found in summary.shared:
             out.print(f"[yellow]warning:[/] {escape(shared_warning(*found))}", highlight=False)
-        for advice in summary.short_forms:
+        for advice in [*summary.short_forms, *summary.notes]:
             out.print(f"[yellow]warning:[/] {escape(advice)}", highlight=False)
     for parse in parses:
         filled = " ".join(f"{k}={v}" for k, v in parse.slots.items())

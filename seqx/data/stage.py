@@ -130,6 +130,8 @@ def _run_data_stage(recipe: Recipe, reporter: Reporter, force: bool) -> DataRepo
         from seqx.grammar.summary import shared_sentences, shared_warning, short_form_advice
 
         grammar = corpus_grammar(recipe.data)
+        for note in grammar.notes:  # what reading the grammar left out
+            reporter.warn(note)
         for found in shared_sentences(grammar):  # milliseconds
             reporter.warn(shared_warning(*found))
         for advice in short_form_advice(grammar):

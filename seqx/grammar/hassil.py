@@ -18,8 +18,9 @@ The templates are seqx's own syntax but for two things: `{list:slot}` (a list re
 name: seqx's `{slot@list}`), `<rule>` (an expansion rule, the intent's own `expansion_rules` before
 the file's) and `(a; b)` (a permutation: the items in every order), which are rewritten; brackets against letters (`light[s]`) are one word, as in seqx.
 A list value's `in` may be a template (`(max | maximum)`: each way it says is a value with that `out`).
-A list Home Assistant fills at run time (`{name}`, `{area}` with no `lists:` entry) and a `wildcard`
-list have no values to train on: an error says to give them `values:`. `skip_words` ("please", "can
+A list Home Assistant fills at run time (`{name}`, `{area}` with no `lists:` entry) has no values to
+train on: an error says to give it `values:`. A sentence saying a `wildcard` list (without values) is
+left out, and the grammar's `notes` say so; `[ ]` is an optional space, `[and]{list}` two words. `skip_words` ("please", "can
 you") may come before or after a sentence (in a fifth and a tenth as many training sentences as it
 alone). A data block's fixed `slots:` are reported with what its sentences say (a slot said keeps
 what was said): "turn on the fans in the kitchen" is HassTurnOn {area: kitchen, domain: fan, name:
@@ -43,6 +44,9 @@ HASSIL_KEYS = {"language", "intents", "lists", "expansion_rules", "skip_words", 
 _RULE = re.compile(r"<([^<>\s]+)>")
 _TEMPLATE_SYNTAX = re.compile(r"[()\[\]|{}<>]")
 _LIST = re.compile(r"\{\s*([^{}:\s]+)\s*(?::\s*([^{}\s]+)\s*)?\}")
+_OPTIONAL_SPACE = re.compile(r"\[\s+\]")  # `{brightness}[ ][%|percent]`: "50%" or "50 %"; words stand apart here
+# `[and]{minutes}`: HassIL matches "and 5" (spaces around a list are loose there), not one word "and5"
+_BRACKET_THEN_LIST = re.compile(r"\]\{")
 MAX_RULE_DEPTH = 20
 MAX_WAYS = 1000  # ways one list value may say itself
 
@@ -91,6 +95,7 @@ def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str) -> Grammar
     skip = _skip_words(raw, source)
     slots: dict[str, Slot] = {}
     templates: list[Template] = []
+    left_out: dict[str, int] = {}  # wildcard list -> sentences left out for it
     for intent, spec in yaml_mapping(raw.get("intents"), f"{source}: intents").items():
         for number, block in enumerate(_data_blocks(spec, f"{source}: intents: {intent}"), 1):
             where = f"{source}: intents: {intent}: data {number}"
@@ -99,13 +104,36 @@ def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str) -> Grammar
             local = {**rules, **yaml_mapping(block.get("expansion_rules"), f"{where}: expansion_rules")}
             fixed = fixed_slots(block.get("slots"), where)
             for sentence in block["sentences"]:
-                text = _lists_named(_permuted(_expanded(str(sentence), local, where), where), lists, slots, where)
+                text = _expanded(str(sentence), local, where)
+                text = _permuted(_BRACKET_THEN_LIST.sub("] {", _OPTIONAL_SPACE.sub(" ", text)), where)
+                wild = _wildcards(text, lists)
+                if wild:
+                    left_out[wild[0]] = left_out.get(wild[0], 0) + 1
+                    continue
+                text = _lists_named(text, lists, slots, where)
                 for said, weight in _with_skip_words(text, skip):
                     expr = parse_template(said, f"{where}: '{sentence}'")
                     templates.append(Template(str(intent), said, expr, weight, fixed))
     if not templates:
+        if left_out:
+            raise GrammarError(f"{source}: every sentence says a wildcard list ({', '.join(left_out)}), which says "
+                               f"anything: give it values:")  # fmt: skip
         raise GrammarError(f"{source}: no sentences")
-    return Grammar(name, templates, slots)
+    notes = [f"{source}: {n} sentence{'s' if n > 1 else ''} left out for saying {{{name}}}, a wildcard list (anything "
+             f"a person says); give it values: to keep {'them' if n > 1 else 'it'}" for name, n in left_out.items()]  # fmt: skip
+    return Grammar(name, templates, slots, notes=notes)
+
+
+def _wildcards(text: str, lists: Mapping[str, Any]) -> list[str]:
+    """The wildcard lists (given no values) a sentence says: Home Assistant's timer names, shopping list
+    items, the command a timer runs. A command model cannot learn "anything", so such a sentence is left
+    out (and said so), and the file's other sentences still load."""
+    found = []
+    for m in _LIST.finditer(text):
+        spec = lists.get(m.group(1))
+        if isinstance(spec, Mapping) and spec.get("wildcard") and not spec.get("values") and m.group(1) not in found:
+            found.append(m.group(1))
+    return found
 
 
 def _data_blocks(spec: Any, where: str) -> list[Any]:
@@ -225,7 +253,7 @@ def _values(list_name: str, lists: Mapping[str, Any], where: str) -> tuple[SlotV
                            f"{{area}} at run time): add it under lists: with values:")  # fmt: skip
     if not isinstance(spec, Mapping):
         raise GrammarError(f"{where}: lists: {list_name}: expected values: or range:")
-    if spec.get("wildcard"):
+    if spec.get("wildcard") and not spec.get("values"):  # unreached from a sentence: _wildcards leaves it out
         raise GrammarError(f"lists: {list_name}: a wildcard list says anything; a command model needs its values: "
                            f"give it values:")  # fmt: skip
     if "range" in spec:

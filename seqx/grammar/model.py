@@ -91,6 +91,9 @@ class Grammar:
     name: str
     templates: list[Template]
     slots: dict[str, Slot] = field(default_factory=dict)
+    # what reading the file left out and why (HassIL's wildcard sentences): `seqx grammar --show` and
+    # the data stage say them; not stored with a bundle
+    notes: list[str] = field(default_factory=list, repr=False, compare=False)
     _balanced: dict[str, np.ndarray] = field(default_factory=dict, init=False, repr=False, compare=False)
     # `spoken` per spelling: `seqx grammar --show` asks for it three times, the data stage twice
     _spoken: dict[Callable[[str], str], Grammar] = field(default_factory=dict, init=False, repr=False, compare=False)

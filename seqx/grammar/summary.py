@@ -33,6 +33,8 @@ class GrammarSummary:
     # short forms a person says long that the grammar writes so that engines say them short
     # ("7 am": the verb "am"; "20 min": "min"): what to write instead
     short_forms: list[str] = field(default_factory=list)
+    # what reading the grammar left out, and why (Home Assistant's sentences that say a wildcard list)
+    notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -59,6 +61,7 @@ def summarize(grammar: Grammar) -> GrammarSummary:
         sound_alike=[list(group) for group in sound_alike_choices(grammar)],
         shared=[list(found) for found in shared_sentences(grammar)],
         short_forms=short_form_advice(grammar),
+        notes=list(grammar.notes),
     )
 
 
