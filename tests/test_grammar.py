@@ -443,7 +443,14 @@ lists:
     assert own.parse("fans on").slots == {"domain": "fan", "level": 3}  # the template's own before its intent's
     assert [t.weight for t in own.templates] == [1.0, 2.0]
     assert Grammar.from_dict(own.to_dict()).templates == own.templates
-    for spec, problem in [({"templates": ["on"], "slots": {"domain": ["a", "b"]}}, "slots: domain: expected one value"),
+    # a list: any of them, as Home Assistant's `device_class: [window, blind]` means; a parse reports the list
+    path.write_text(yaml.safe_dump({"intents": {"open": {"templates": ["open it"], "slots": {"class": ["window", "blind"]}}}}))
+    assert grammar_from_file(path).parse("open it").slots == {"class": ["window", "blind"]}
+    assert Grammar.from_dict(grammar_from_file(path).to_dict()).parse("open it").slots == {"class": ["window", "blind"]}
+    from seqx.decode.result import command_text  # as transcribe and listen print it
+
+    assert command_text("open", {"class": ["window", "blind"], "n": 2}) == "open {class=window|blind n=2}"
+    for spec, problem in [({"templates": ["on"], "slots": {"domain": {"a": 1}}}, "slots: domain: expected a value"),
                           ({"templates": ["on"], "wieght": 2}, "wieght: unknown intent key"),
                           ({"templates": [{"on": {"slot": {"a": 1}}}]}, "slot: unknown template key"),
                           ({"templates": [{"on": "x"}]}, "a weight is a number, got 'x'")]:  # fmt: skip

@@ -64,7 +64,7 @@ def grammar(
             fixed.add_column("slot")
             fixed.add_column("values")
             for name, values in summary.fixed.items():
-                fixed.add_row(name, ", ".join(map(str, values)))
+                fixed.add_row(name, ", ".join("|".join(map(str, v)) if isinstance(v, tuple) else str(v) for v in values))
             out.print(fixed)
         for group in summary.sound_alike:
             out.print(f"[yellow]warning:[/] {' / '.join(repr(w) for w in group)} sound alike where the grammar takes "
@@ -73,6 +73,7 @@ def grammar(
             out.print(f"[yellow]warning:[/] {escape(shared_warning(*found))}", highlight=False)
         for advice in [*summary.short_forms, *summary.notes]:
             out.print(f"[yellow]warning:[/] {escape(advice)}", highlight=False)
+    if parses:
+        from seqx.decode.result import command_text
     for parse in parses:
-        filled = " ".join(f"{k}={v}" for k, v in parse.slots.items())
-        out.print(f"{parse.text}  [dim]->[/] [bold]{parse.intent}[/] {{{filled}}}", highlight=False)
+        out.print(f"{parse.text}  [dim]->[/] {escape(command_text(parse.intent, parse.slots))}", highlight=False)

@@ -69,7 +69,8 @@ class Template:
     weight: float = 1.0
     # slots the template reports without saying them (Home Assistant's `slots: {domain: light}`):
     # "turn on the fans in the kitchen" and "... the lights ..." answer HassTurnOn with their domain
-    fixed: tuple[tuple[str, Output], ...] = ()
+    # (a list is kept as a tuple: Home Assistant's `device_class: [window, blind]`, any of them)
+    fixed: tuple[tuple[str, Output | tuple[Output, ...]], ...] = ()
 
 
 @dataclass
@@ -407,11 +408,13 @@ def _plain_template(t: Template) -> str | dict[str, Any]:
     """How to_dict writes a template: its text, {text: weight}, or {text: {weight, slots}} with fixed slots."""
     if not t.fixed:
         return t.text if t.weight == 1.0 else {t.text: t.weight}
-    return {t.text: {**({"weight": t.weight} if t.weight != 1.0 else {}), "slots": dict(t.fixed)}}
+    fixed = {name: list(value) if isinstance(value, tuple) else value for name, value in t.fixed}
+    return {t.text: {**({"weight": t.weight} if t.weight != 1.0 else {}), "slots": fixed}}
 
 
-def fixed_slots(raw: Any, where: str) -> tuple[tuple[str, Output], ...]:
-    """A template's fixed slots from a file (`slots: {domain: light, name: all}`): names and plain values."""
+def fixed_slots(raw: Any, where: str) -> tuple[tuple[str, Output | tuple[Output, ...]], ...]:
+    """A template's fixed slots from a file (`slots: {domain: light, name: all}`): names and plain values,
+    or lists of them (`device_class: [window, blind]`: any of these, as Home Assistant means it)."""
     if raw is None:
         return ()
     if not isinstance(raw, Mapping):
@@ -420,9 +423,12 @@ def fixed_slots(raw: Any, where: str) -> tuple[tuple[str, Output], ...]:
     for name, value in raw.items():
         if not isinstance(name, str) or not name.strip() or any(c in name for c in "{}()[]| "):
             raise GrammarError(f"{where}: slots: bad slot name {name!r}")
-        if not isinstance(value, str | int | float | bool):
-            raise GrammarError(f"{where}: slots: {name}: expected one value (words, a number or true/false), "
-                               f"got {value!r}")  # fmt: skip
+        scalar = str | int | float | bool
+        if isinstance(value, list) and value and all(isinstance(v, scalar) for v in value):
+            value = tuple(value)
+        elif not isinstance(value, scalar):
+            raise GrammarError(f"{where}: slots: {name}: expected a value (words, a number or true/false) or a "
+                               f"list of them, got {value!r}")  # fmt: skip
         fixed.append((name, value))
     return tuple(fixed)
 
@@ -430,7 +436,7 @@ def fixed_slots(raw: Any, where: str) -> tuple[tuple[str, Output], ...]:
 def _with_fixed(slots: dict[str, Output], template: Template) -> dict[str, Output]:
     """The slots said, then those the template fixes (a slot said keeps what was said)."""
     for name, output in template.fixed:
-        slots.setdefault(name, output)
+        slots.setdefault(name, list(output) if isinstance(output, tuple) else output)  # type: ignore[arg-type]
     return slots
 
 
