@@ -376,6 +376,49 @@ lists:
         grammar_from_file(path)
 
 
+def test_home_assistant_context_picks_the_names_a_sentence_may_say(tmp_path: Path) -> None:
+    """`requires_context: {domain: light}` and `excludes_context` against each list value's `context:`, as
+    Home Assistant matches an entity's domain: "set the speaker to 8" is the volume, never a light's
+    brightness; a door is not turned on; a value without a context fits anywhere. They were ignored
+    before 2026-12-02, and every name was said in every intent's sentences."""
+    path = tmp_path / "ha.yaml"
+    path.write_text("""language: en
+intents:
+  HassLightSet:
+    data: [{sentences: ["set [the] {name} to {level}"], requires_context: {domain: light}}]
+  HassSetVolume:
+    data: [{sentences: ["set [the] {name} [volume] to {level}"], requires_context: {domain: [media_player, tv]}}]
+  HassTurnOn:
+    data: [{sentences: ["turn on [the] ({name} | {appliance})"], excludes_context: {domain: [cover, lock]}}]
+  HassLock:
+    data: [{sentences: ["lock [the] {name}"], requires_context: {domain: lock}}]
+lists:
+  level: {range: {from: 1, to: 10}}
+  name:
+    values:
+      - {in: desk lamp, out: light.desk, context: {domain: light}}
+      - {in: speaker, context: {domain: media_player}}
+      - {in: front door, context: {domain: cover}}
+  appliance: {values: [heater]}
+""")
+    grammar = grammar_from_file(path)
+    assert grammar.parse("set the desk lamp to 8").intent == "HassLightSet"
+    assert grammar.parse("set the speaker to 8").intent == "HassSetVolume"
+    assert grammar.parse("set the speaker to 8").slots == {"name": "speaker", "level": 8}  # reported as `name`
+    assert not grammar.accepts("set desk lamp volume to 8") and not grammar.accepts("turn on front door")
+    assert grammar.accepts("turn on heater")  # a value without a context fits any sentence
+    assert grammar.parse("turn on the desk lamp").slots == {"name": "light.desk"}
+    assert grammar.notes == [f"{path}: 1 sentence left out: no value of {{name}} has the context it requires "
+                             "(requires_context; a value's context:)"]  # fmt: skip
+    assert summarize_shared(grammar) == []
+
+
+def summarize_shared(grammar: Grammar) -> list[list[str]]:
+    from seqx.grammar.summary import summarize
+
+    return summarize(grammar).shared
+
+
 def test_home_assistant_permutations_say_their_items_in_every_order(tmp_path: Path) -> None:
     """HassIL's `(a; b)`: each order of the items ("the lamp turn on" as well as "turn on the lamp"); a
     sentence is a group, so `a; b` at its top is one too; groups inside first. They were read in the

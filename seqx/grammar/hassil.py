@@ -24,14 +24,16 @@ left out, and the grammar's `notes` say so; `[ ]` is an optional space, `[and]{l
 you") may come before or after a sentence (in a fifth and a tenth as many training sentences as it
 alone). A data block's fixed `slots:` are reported with what its sentences say (a slot said keeps
 what was said): "turn on the fans in the kitchen" is HassTurnOn {area: kitchen, domain: fan, name:
-all}, as Home Assistant answers it. `requires_context`, `excludes_context` and `response` are read
-and ignored.
+all}, as Home Assistant answers it. `requires_context` and `excludes_context` pick the list values a
+block's sentences say by each value's `context:` (as Home Assistant matches an entity's domain);
+`response` is read and ignored.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from itertools import permutations
 from pathlib import Path
 from typing import Any
@@ -96,6 +98,7 @@ def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str) -> Grammar
     slots: dict[str, Slot] = {}
     templates: list[Template] = []
     left_out: dict[str, int] = {}  # wildcard list -> sentences left out for it
+    unfit: dict[str, int] = {}  # list -> sentences left out since none of its values fits their context
     for intent, spec in yaml_mapping(raw.get("intents"), f"{source}: intents").items():
         for number, block in enumerate(_data_blocks(spec, f"{source}: intents: {intent}"), 1):
             where = f"{source}: intents: {intent}: data {number}"
@@ -103,6 +106,8 @@ def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str) -> Grammar
                 raise GrammarError(f"{where}: expected sentences: a list of templates")
             local = {**rules, **yaml_mapping(block.get("expansion_rules"), f"{where}: expansion_rules")}
             fixed = fixed_slots(block.get("slots"), where)
+            context = _Context(yaml_mapping(block.get("requires_context"), f"{where}: requires_context"),
+                               yaml_mapping(block.get("excludes_context"), f"{where}: excludes_context"))
             for sentence in block["sentences"]:
                 text = _expanded(str(sentence), local, where)
                 text = _permuted(_BRACKET_THEN_LIST.sub("] {", _OPTIONAL_SPACE.sub(" ", text)), where)
@@ -110,8 +115,11 @@ def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str) -> Grammar
                 if wild:
                     left_out[wild[0]] = left_out.get(wild[0], 0) + 1
                     continue
-                text = _lists_named(text, lists, slots, where)
-                for said, weight in _with_skip_words(text, skip):
+                named = _lists_named(text, lists, slots, where, context)
+                if isinstance(named, _Unfit):
+                    unfit[named.list_name] = unfit.get(named.list_name, 0) + 1
+                    continue
+                for said, weight in _with_skip_words(named, skip):
                     expr = parse_template(said, f"{where}: '{sentence}'")
                     templates.append(Template(str(intent), said, expr, weight, fixed))
     if not templates:
@@ -121,6 +129,8 @@ def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str) -> Grammar
         raise GrammarError(f"{source}: no sentences")
     notes = [f"{source}: {n} sentence{'s' if n > 1 else ''} left out for saying {{{name}}}, a wildcard list (anything "
              f"a person says); give it values: to keep {'them' if n > 1 else 'it'}" for name, n in left_out.items()]  # fmt: skip
+    notes += [f"{source}: {n} sentence{'s' if n > 1 else ''} left out: no value of {{{name}}} has the context "
+              f"{'they require' if n > 1 else 'it requires'} (requires_context; a value's context:)" for name, n in unfit.items()]  # fmt: skip
     return Grammar(name, templates, slots, notes=notes)
 
 
@@ -233,20 +243,76 @@ def _split_top(text: str, separator: str) -> list[str]:
     return [*parts, text[begun:]]
 
 
-def _lists_named(text: str, lists: Mapping[str, Any], slots: dict[str, Slot], where: str) -> str:
-    """`{list}` and `{list:slot}` as seqx slots (`{list}`, `{slot@list}`), each list's values made a slot."""
+@dataclass(frozen=True)
+class _Context:
+    """A data block's `requires_context` and `excludes_context` ({domain: light}): which of a list's values
+    its sentences may say, by each value's own `context:` (`{in: desk lamp, context: {domain: light}}`)."""
+
+    requires: Mapping[str, Any]
+    excludes: Mapping[str, Any]
+
+    def fits(self, value: Any) -> bool:
+        """A value without a context fits anywhere (nothing tells it apart); one with a context fits when
+        every key both name agrees. A required mapping (`area: {slot: true}`) asks for nothing here."""
+        own = value.get("context") if isinstance(value, Mapping) else None
+        if not isinstance(own, Mapping):
+            return True
+        for key, want in self.requires.items():
+            if key in own and not isinstance(want, Mapping) and not _one_of(own[key], want):
+                return False
+        return not any(key in own and _one_of(own[key], avoid) for key, avoid in self.excludes.items())
+
+    def label(self) -> str:
+        """`domain=light` (and `domain!=cover/lock`): the slot name's mark for a list cut to this context."""
+        parts = [f"{k}={_joined(w)}" for k, w in self.requires.items() if not isinstance(w, Mapping)]
+        parts += [f"{k}!={_joined(w)}" for k, w in self.excludes.items()]
+        return re.sub(r"[\s{}()\[\]|@]", "_", ",".join(parts))
+
+
+def _one_of(have: Any, want: Any) -> bool:
+    return str(have) in {str(w) for w in (want if isinstance(want, list) else [want])}
+
+
+def _joined(want: Any) -> str:
+    return "/".join(map(str, want)) if isinstance(want, list) else str(want)  # not "+": glued_name's mark
+
+
+@dataclass(frozen=True)
+class _Unfit:
+    list_name: str  # a list of which no value fits the sentence's context
+
+
+def _lists_named(
+    text: str, lists: Mapping[str, Any], slots: dict[str, Slot], where: str, context: _Context | None = None
+) -> str | _Unfit:
+    """`{list}` and `{list:slot}` as seqx slots (`{list}`, `{slot@list}`), each list's values made a slot;
+    with a `context`, only the values that fit it (a list cut so is a slot of its own, `name@domain=light`,
+    reported as `name`). _Unfit when a list has no value that fits."""
+    unfit: list[str] = []
 
     def named(m: re.Match) -> str:
         list_name, slot = m.group(1), m.group(2) or m.group(1)
         key = slot if slot == list_name else f"{slot}@{list_name}"
+        values = _values(list_name, lists, where)
+        if context is not None and (context.requires or context.excludes):
+            kept = _values(list_name, lists, where, context.fits)
+            if not kept:
+                unfit.append(list_name)
+                return m.group()
+            if kept != values:
+                key, values = f"{key}@{context.label()}", kept
         if key not in slots:
-            slots[key] = Slot(key, _values(list_name, lists, where))
+            slots[key] = Slot(key, values)
         return "{" + key + "}"
 
-    return _LIST.sub(named, text)
+    named_text = _LIST.sub(named, text)
+    return _Unfit(unfit[0]) if unfit else named_text
 
 
-def _values(list_name: str, lists: Mapping[str, Any], where: str) -> tuple[SlotValue, ...]:
+def _values(
+    list_name: str, lists: Mapping[str, Any], where: str, fits: Callable[[Any], bool] | None = None
+) -> tuple[SlotValue, ...]:
+    """A list's values (those that `fits` keeps: a data block's context)."""
     spec = lists.get(list_name)
     if spec is None:
         raise GrammarError(f"{where}: list {{{list_name}}} has no values here (Home Assistant fills {{name}} and "
@@ -261,7 +327,7 @@ def _values(list_name: str, lists: Mapping[str, Any], where: str) -> tuple[SlotV
     values = spec.get("values")
     if not isinstance(values, list) or not values:
         raise GrammarError(f"lists: {list_name}: expected values: a list")
-    return tuple(way for value in values for way in _value(value, list_name))
+    return tuple(way for value in values if fits is None or fits(value) for way in _value(value, list_name))
 
 
 _FRACTIONS = {"halves": (5,), "tenths": tuple(range(1, 10))}  # the tenths each whole number is said with
