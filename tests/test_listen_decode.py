@@ -182,7 +182,8 @@ def test_with_a_wake_word_only_the_commands_after_it_are_decoded(
     assert [e["wake_word"] for _, e in wakes] == ["hey jarvis"] * 2 and all(e["score"] >= 0.5 for _, e in wakes)
     decoded = [i for i, e in enumerate(lines) if e.get("understood")]
     assert wakes[0][0] < decoded[0] < wakes[1][0] < decoded[1]
-    assert wakes[0][1]["time"] == [e["wake"] for e in events if e["understood"]][0]  # the word in one breath
+    assert wakes[0][1]["wake"] == [e["wake"] for e in events if e["understood"]][0]  # the word in one breath
+    assert set(wakes[0][1]) >= set(events[0])  # shaped as a segment: a reader of segments does not trip on it
     second_at = (2 * gap.size + word.size + R // 8 + first.size) / R
     second_span = (second_at, second_at + second.size / R)
     heard_second = [e for e in events if second_span[0] <= e["start"] < second_span[1]]

@@ -136,10 +136,12 @@ def _wake_gate(
     detector = WakeDetector(path, settings.wake_threshold, graphs_folder=folder)
 
     def heard(wake: Wake) -> None:
-        if json_out:
-            record = {"event": "wake", "wake_word": label, "time": round(wake.time, 3), "score": round(wake.score, 4),
-                      "understood": False}  # fmt: skip
-            out.file.write(json.dumps(record) + "\n")
+        if json_out:  # shaped as a segment (a reader of segments skips it as not understood), marked as the word
+            from seqx.listen.session import Event
+
+            said = Event(start=wake.time, end=wake.time, understood=False,
+                         extra={"wake": round(wake.time, 3), "event": "wake", "wake_word": label, "score": round(wake.score, 4)})  # fmt: skip
+            out.file.write(json.dumps(said.to_json()) + "\n")
             out.file.flush()
         else:
             console.print(f"({label})", style="dim", highlight=False)
