@@ -32,25 +32,22 @@ block's sentences say by each value's `context:` (as Home Assistant matches an e
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from itertools import permutations
 from pathlib import Path
 from typing import Any
 
 from seqx.grammar.errors import GrammarError, yaml_mapping
-from seqx.grammar.model import Grammar, Output, Slot, SlotValue, Template, fixed_slots
-from seqx.grammar.syntax import Alt, Expr, Opt, SlotRef, Word, parse_template
+from seqx.grammar.hassil_lists import TEMPLATE_SYNTAX, Context, Unfit, lists_named, wildcards
+from seqx.grammar.model import Grammar, Slot, Template, fixed_slots
+from seqx.grammar.syntax import parse_template
 
 HASSIL_KEYS = {"language", "intents", "lists", "expansion_rules", "skip_words", "responses"}
 _RULE = re.compile(r"<([^<>\s]+)>")
-_TEMPLATE_SYNTAX = re.compile(r"[()\[\]|{}<>]")
-_LIST = re.compile(r"\{\s*([^{}:\s]+)\s*(?::\s*([^{}\s]+)\s*)?\}")
 _OPTIONAL_SPACE = re.compile(r"\[\s+\]")  # `{brightness}[ ][%|percent]`: "50%" or "50 %"; words stand apart here
 # `[and]{minutes}`: HassIL matches "and 5" (spaces around a list are loose there), not one word "and5"
 _BRACKET_THEN_LIST = re.compile(r"\]\{")
 MAX_RULE_DEPTH = 20
-MAX_WAYS = 1000  # ways one list value may say itself
 
 
 def is_hassil(raw: Mapping[str, Any]) -> bool:
@@ -106,17 +103,17 @@ def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str) -> Grammar
                 raise GrammarError(f"{where}: expected sentences: a list of templates")
             local = {**rules, **yaml_mapping(block.get("expansion_rules"), f"{where}: expansion_rules")}
             fixed = fixed_slots(block.get("slots"), where)
-            context = _Context(yaml_mapping(block.get("requires_context"), f"{where}: requires_context"),
+            context = Context(yaml_mapping(block.get("requires_context"), f"{where}: requires_context"),
                                yaml_mapping(block.get("excludes_context"), f"{where}: excludes_context"))
             for sentence in block["sentences"]:
                 text = _expanded(str(sentence), local, where)
                 text = _permuted(_BRACKET_THEN_LIST.sub("] {", _OPTIONAL_SPACE.sub(" ", text)), where)
-                wild = _wildcards(text, lists)
+                wild = wildcards(text, lists)
                 if wild:
                     left_out[wild[0]] = left_out.get(wild[0], 0) + 1
                     continue
-                named = _lists_named(text, lists, slots, where, context)
-                if isinstance(named, _Unfit):
+                named = lists_named(text, lists, slots, where, context)
+                if isinstance(named, Unfit):
                     unfit[named.list_name] = unfit.get(named.list_name, 0) + 1
                     continue
                 for said, weight in _with_skip_words(named, skip):
@@ -134,18 +131,6 @@ def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str) -> Grammar
     return Grammar(name, templates, slots, notes=notes)
 
 
-def _wildcards(text: str, lists: Mapping[str, Any]) -> list[str]:
-    """The wildcard lists (given no values) a sentence says: Home Assistant's timer names, shopping list
-    items, the command a timer runs. A command model cannot learn "anything", so such a sentence is left
-    out (and said so), and the file's other sentences still load."""
-    found = []
-    for m in _LIST.finditer(text):
-        spec = lists.get(m.group(1))
-        if isinstance(spec, Mapping) and spec.get("wildcard") and not spec.get("values") and m.group(1) not in found:
-            found.append(m.group(1))
-    return found
-
-
 def _data_blocks(spec: Any, where: str) -> list[Any]:
     blocks = spec.get("data") if isinstance(spec, Mapping) else None
     if not isinstance(blocks, list):
@@ -155,7 +140,7 @@ def _data_blocks(spec: Any, where: str) -> list[Any]:
 
 def _skip_words(raw: Mapping[str, Any], source: str) -> list[Any]:
     skip = raw.get("skip_words") or []
-    if not isinstance(skip, list) or any(_TEMPLATE_SYNTAX.search(str(w)) or not str(w).strip() for w in skip):
+    if not isinstance(skip, list) or any(TEMPLATE_SYNTAX.search(str(w)) or not str(w).strip() for w in skip):
         raise GrammarError(f"{source}: skip_words: expected a list of words or phrases")
     return skip
 
@@ -241,155 +226,3 @@ def _split_top(text: str, separator: str) -> list[str]:
             parts.append(text[begun:i])
             begun = i + 1
     return [*parts, text[begun:]]
-
-
-@dataclass(frozen=True)
-class _Context:
-    """A data block's `requires_context` and `excludes_context` ({domain: light}): which of a list's values
-    its sentences may say, by each value's own `context:` (`{in: desk lamp, context: {domain: light}}`)."""
-
-    requires: Mapping[str, Any]
-    excludes: Mapping[str, Any]
-
-    def fits(self, value: Any) -> bool:
-        """A value without a context fits anywhere (nothing tells it apart); one with a context fits when
-        every key both name agrees. A required mapping (`area: {slot: true}`) asks for nothing here."""
-        own = value.get("context") if isinstance(value, Mapping) else None
-        if not isinstance(own, Mapping):
-            return True
-        for key, want in self.requires.items():
-            if key in own and not isinstance(want, Mapping) and not _one_of(own[key], want):
-                return False
-        return not any(key in own and _one_of(own[key], avoid) for key, avoid in self.excludes.items())
-
-    def label(self) -> str:
-        """`domain=light` (and `domain!=cover/lock`): the slot name's mark for a list cut to this context."""
-        parts = [f"{k}={_joined(w)}" for k, w in self.requires.items() if not isinstance(w, Mapping)]
-        parts += [f"{k}!={_joined(w)}" for k, w in self.excludes.items()]
-        return re.sub(r"[\s{}()\[\]|@]", "_", ",".join(parts))
-
-
-def _one_of(have: Any, want: Any) -> bool:
-    return str(have) in {str(w) for w in (want if isinstance(want, list) else [want])}
-
-
-def _joined(want: Any) -> str:
-    return "/".join(map(str, want)) if isinstance(want, list) else str(want)  # not "+": glued_name's mark
-
-
-@dataclass(frozen=True)
-class _Unfit:
-    list_name: str  # a list of which no value fits the sentence's context
-
-
-def _lists_named(
-    text: str, lists: Mapping[str, Any], slots: dict[str, Slot], where: str, context: _Context | None = None
-) -> str | _Unfit:
-    """`{list}` and `{list:slot}` as seqx slots (`{list}`, `{slot@list}`), each list's values made a slot;
-    with a `context`, only the values that fit it (a list cut so is a slot of its own, `name@domain=light`,
-    reported as `name`). _Unfit when a list has no value that fits."""
-    unfit: list[str] = []
-
-    def named(m: re.Match) -> str:
-        list_name, slot = m.group(1), m.group(2) or m.group(1)
-        key = slot if slot == list_name else f"{slot}@{list_name}"
-        values = _values(list_name, lists, where)
-        if context is not None and (context.requires or context.excludes):
-            kept = _values(list_name, lists, where, context.fits)
-            if not kept:
-                unfit.append(list_name)
-                return m.group()
-            if kept != values:
-                key, values = f"{key}@{context.label()}", kept
-        if key not in slots:
-            slots[key] = Slot(key, values)
-        return "{" + key + "}"
-
-    named_text = _LIST.sub(named, text)
-    return _Unfit(unfit[0]) if unfit else named_text
-
-
-def _values(
-    list_name: str, lists: Mapping[str, Any], where: str, fits: Callable[[Any], bool] | None = None
-) -> tuple[SlotValue, ...]:
-    """A list's values (those that `fits` keeps: a data block's context)."""
-    spec = lists.get(list_name)
-    if spec is None:
-        raise GrammarError(f"{where}: list {{{list_name}}} has no values here (Home Assistant fills {{name}} and "
-                           f"{{area}} at run time): add it under lists: with values:")  # fmt: skip
-    if not isinstance(spec, Mapping):
-        raise GrammarError(f"{where}: lists: {list_name}: expected values: or range:")
-    if spec.get("wildcard") and not spec.get("values"):  # unreached from a sentence: _wildcards leaves it out
-        raise GrammarError(f"lists: {list_name}: a wildcard list says anything; a command model needs its values: "
-                           f"give it values:")  # fmt: skip
-    if "range" in spec:
-        return _range_values(yaml_mapping(spec["range"], f"lists: {list_name}: range"), list_name)
-    values = spec.get("values")
-    if not isinstance(values, list) or not values:
-        raise GrammarError(f"lists: {list_name}: expected values: a list")
-    return tuple(way for value in values if fits is None or fits(value) for way in _value(value, list_name))
-
-
-_FRACTIONS = {"halves": (5,), "tenths": tuple(range(1, 10))}  # the tenths each whole number is said with
-
-
-def _range_values(span: Mapping[str, Any], list_name: str) -> tuple[SlotValue, ...]:
-    """A range list's numbers, as HassIL says them: `from`..`to` by `step`, each reported times
-    `multiplier` ("50" percent as 0.5); `fractions: halves` adds "twenty point five", `tenths` every
-    "twenty point one" .. "point nine", reported as 20.5 and so on (a thermostat's setting)."""
-    try:
-        first, last, step = int(span["from"]), int(span["to"]), int(span.get("step", 1))
-        multiplier = float(span.get("multiplier", 1))
-    except (KeyError, TypeError, ValueError):
-        raise GrammarError(f"lists: {list_name}: range: expected from:, to: (and step:, multiplier:) numbers") from None
-    if step <= 0 or last < first:
-        raise GrammarError(f"lists: {list_name}: range: from {first} to {last} by {step} says nothing")
-    fractions = span.get("fractions")
-    if fractions is not None and fractions not in _FRACTIONS:
-        raise GrammarError(f"lists: {list_name}: range: fractions: expected halves or tenths, got {fractions!r}")
-
-    def reported(number: float) -> Output:  # a whole number stays one unless a multiplier is given
-        return number if isinstance(number, int) and multiplier == 1 else round(number * multiplier, 6)
-
-    values = []
-    for n in range(first, last + 1, step):
-        values.append(SlotValue((str(n),), reported(n)))
-        if fractions is not None and n < last:
-            tenths = _FRACTIONS[fractions]
-            values += [SlotValue((str(n), "point", str(t)), reported(n + t / 10)) for t in tenths]
-    return tuple(values)
-
-
-def _value(value: Any, list_name: str) -> list[SlotValue]:
-    """ "words", or {in: "words", out: value}: said as `in`, reported as `out`; an `in` written as a
-    template (`(max | maximum | highest)`, as Home Assistant's _common.yaml has it) is each way it says."""
-    if isinstance(value, Mapping):
-        said, out = value.get("in"), value.get("out", value.get("in"))
-    else:
-        said, out = value, value
-    if said is None or not str(said).split():
-        raise GrammarError(f"lists: {list_name}: a value says nothing ({value!r})")
-    output: Output = out if isinstance(out, str | int | float | bool) else str(out)
-    if not _TEMPLATE_SYNTAX.search(str(said)):
-        words = tuple(str(said).split())
-        return [SlotValue(words, " ".join(words) if output == said and isinstance(output, str) else output)]
-    ways = _ways(parse_template(str(said), f"lists: {list_name}: '{said}'"), list_name)
-    return [SlotValue(words, output if output != said else " ".join(words)) for words in ways]
-
-
-def _ways(expr: Expr, list_name: str) -> list[tuple[str, ...]]:
-    """Every way a list value's template says it (words only: a list value holds no slot)."""
-    if isinstance(expr, Word):
-        return [(expr.text,)]
-    if isinstance(expr, SlotRef):
-        raise GrammarError(f"lists: {list_name}: a value refers to a list ({{{expr.name}}}); write its words")
-    if isinstance(expr, Opt):
-        return [(), *_ways(expr.item, list_name)]
-    if isinstance(expr, Alt):
-        return [way for option in expr.options for way in _ways(option, list_name)]
-    ways: list[tuple[str, ...]] = [()]
-    for item in expr.items:
-        ways = [head + tail for head in ways for tail in _ways(item, list_name)]
-        if len(ways) > MAX_WAYS:
-            raise GrammarError(f"lists: {list_name}: a value says more than {MAX_WAYS} things")
-    return [way for way in ways if way]
