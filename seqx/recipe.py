@@ -60,6 +60,32 @@ class GrammarSettings(_Section):
     def _file_shorthand(cls, raw: Any) -> Any:
         return {"file": raw} if isinstance(raw, str) else raw
 
+    @model_validator(mode="before")
+    @classmethod
+    def _weights_as_numbers(cls, raw: Any) -> Any:
+        """Weights as floats and an intent's weight written out, as the typed form kept them before the
+        grammar reader checked intents: a corpus key made then (`{"play": 6.0}`) stays the same."""
+        if not isinstance(raw, dict) or not isinstance(raw.get("intents"), dict):
+            return raw
+
+        def weighed(entry: Any) -> Any:
+            if isinstance(entry, dict) and len(entry) == 1:
+                (text, own), = entry.items()
+                if isinstance(own, int | float) and not isinstance(own, bool):
+                    return {text: float(own)}
+            return entry
+
+        intents = {}
+        for name, spec in raw["intents"].items():
+            if isinstance(spec, list):
+                spec = [weighed(e) for e in spec]
+            elif isinstance(spec, dict) and isinstance(spec.get("templates"), list):
+                weight = spec.get("weight", 1.0)
+                spec = {**spec, "templates": [weighed(e) for e in spec["templates"]],
+                        "weight": float(weight) if isinstance(weight, int | float) and not isinstance(weight, bool) else weight}  # fmt: skip
+            intents[name] = spec
+        return {**raw, "intents": intents}
+
     @model_validator(mode="after")
     def _one_source(self) -> GrammarSettings:
         if self.file and (self.intents or self.slots):

@@ -101,3 +101,16 @@ def test_a_moved_experiment_folder_keeps_its_keys(tmp_path: Path) -> None:
     assert keys(second)[0] != keys(first)[0] and keys(second)[1] == keys(first)[1]
     os.utime(second.data_dir / "train.jsonl", ns=(1, 1))
     assert keys(second)[1] != keys(first)[1]
+
+
+def test_a_grammar_written_alike_keys_alike(tmp_path: Path) -> None:
+    """Weights written 6 or 6.0, an intent's weight left out or written 1: one corpus, one key (the
+    grammar reader checks intents since 2026-12-02, and a demo corpus made before stays fresh)."""
+    written = [
+        {"a": {"templates": ["x on", {"y on": 2}]}, "b": [{"z off": 6}]},
+        {"a": {"templates": ["x on", {"y on": 2.0}], "weight": 1}, "b": [{"z off": 6.0}]},
+    ]
+    keys = {data_stage_key(_recipe(tmp_path, data__synth__grammar={"intents": intents})) for intents in written}
+    assert len(keys) == 1
+    with_slots = {"a": {"templates": ["x on"], "slots": {"domain": "light"}}, "b": [{"z off": 6}]}
+    assert data_stage_key(_recipe(tmp_path, data__synth__grammar={"intents": with_slots})) not in keys
