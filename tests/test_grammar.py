@@ -477,6 +477,10 @@ lists:
              "slots": {"name": ["fan", "lamp"]}}  # fmt: skip
     assert summarize(grammar_from_dict(clash)).shared == [["on {}", "on {domain=x}", "turn on the fan"]]
     assert summarize(grammar).shared == []
+    from seqx.grammar.summary import shared_warning  # intents whose names hold spaces are still two intents
+
+    assert shared_warning("Turn On", "Turn Off", "x").startswith("intents Turn On and Turn Off")
+    assert shared_warning("on {}", "on {domain=x}", "x").endswith("(say it in one of them only)")
     seqx_form = {"intents": {"on": {"templates": ["lights on", {"fans on": {"slots": {"domain": "fan"}, "weight": 2}}],
                                     "slots": {"domain": "light", "level": 3}}}}  # fmt: skip
     path = tmp_path / "own.yaml"

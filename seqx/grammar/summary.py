@@ -97,7 +97,7 @@ def _default_tokenizer() -> Any:
 
 def shared_warning(first: str, second: str, sentence: str) -> str:
     """What `seqx grammar --show` and the data stage say of a sentence two intents say."""
-    if first.split()[0] == second.split()[0]:  # one intent, told apart by the slots its templates fix
+    if _intent_of(first) == _intent_of(second):  # one intent, told apart by the slots its templates fix
         return (f"{first} and {second} both say {sentence!r}: it is always answered {first} "
                 f"(say it in one of them only)")  # fmt: skip
     return f"intents {first} and {second} both say {sentence!r}: it is always answered {first} (say it in one intent only)"
@@ -141,7 +141,13 @@ def shared_sentences(grammar: Grammar) -> list[tuple[str, str, str]]:
 
 
 def _fixed_text(fixed: tuple) -> str:
-    return "{" + " ".join(f"{k}={v}" for k, v in fixed) + "}" if fixed else "{}"
+    said = (f"{k}={'|'.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in fixed)
+    return "{" + " ".join(said) + "}"
+
+
+def _intent_of(group: str) -> str:
+    """The intent of a group name shared_sentences gives (`HassTurnOn {domain=fan}` -> `HassTurnOn`)."""
+    return group.rsplit(" {", 1)[0] if group.endswith("}") else group
 
 
 # words said as written where they stand alone, since alone they may be another word (short_forms.py)
