@@ -20,7 +20,7 @@ the file's) and `(a; b)` (a permutation: the items in every order), which are re
 A list value's `in` may be a template (`(max | maximum)`: each way it says is a value with that `out`).
 A list Home Assistant fills at run time (`{name}`, `{area}` with no `lists:` entry) has no values to
 train on: an error says to give it `values:`. A sentence saying a `wildcard` list (without values) is
-left out, and the grammar's `notes` say so; `[ ]` is an optional space, `[and]{list}` two words. `skip_words` ("please", "can
+left out, and the grammar's `notes` say so; `[ ]` is an optional space, `[and]{list}` two words. `skip_words` (one or two, "please", "can
 you") may come before or after a sentence (in a fifth and a tenth as many training sentences as it
 alone). A data block's fixed `slots:` are reported with what its sentences say (a slot said keeps
 what was said): "turn on the fans in the kitchen" is HassTurnOn {area: kitchen, domain: fan, name:
@@ -150,13 +150,14 @@ SKIP_LAST_WEIGHT = 0.1  # ... and with one after it ("... please")
 
 
 def _with_skip_words(text: str, skip: list[Any]) -> list[tuple[str, float]]:
-    """The sentence, and (with `skip_words`) the sentence after one and before one, as templates of
-    lower weight: Home Assistant lets "please" and "can you" come anywhere; a person puts them first
-    or last. Most of the corpus still says the sentence alone."""
+    """The sentence, and (with `skip_words`) the sentence after one or two ("can you please ...") and
+    before one, as templates of lower weight: Home Assistant drops "please" and "can you" anywhere; a
+    person puts them first or last. Most of the corpus still says the sentence alone."""
     if not skip:
         return [(text, 1.0)]
     words = " | ".join(" ".join(str(w).split()) for w in skip)
-    return [(text, 1.0), (f"({words}) ({text}) [{words}]", SKIP_FIRST_WEIGHT), (f"({text}) ({words})", SKIP_LAST_WEIGHT)]
+    first = f"({words}) [{words}] ({text}) [{words}]"
+    return [(text, 1.0), (first, SKIP_FIRST_WEIGHT), (f"({text}) ({words})", SKIP_LAST_WEIGHT)]
 
 
 def _expanded(text: str, rules: Mapping[str, Any], where: str, depth: int = 0) -> str:
