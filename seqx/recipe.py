@@ -68,11 +68,13 @@ class GrammarSettings(_Section):
         if not isinstance(raw, dict) or not isinstance(raw.get("intents"), dict):
             return raw
 
+        def as_float(value: Any) -> Any:  # a number (not a YAML boolean) as a float; anything else as it is
+            return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
         def weighed(entry: Any) -> Any:
             if isinstance(entry, dict) and len(entry) == 1:
                 (text, own), = entry.items()
-                if isinstance(own, int | float) and not isinstance(own, bool):
-                    return {text: float(own)}
+                return {text: as_float(own)}
             return entry
 
         intents = {}
@@ -80,9 +82,7 @@ class GrammarSettings(_Section):
             if isinstance(spec, list):
                 spec = [weighed(e) for e in spec]
             elif isinstance(spec, dict) and isinstance(spec.get("templates"), list):
-                weight = spec.get("weight", 1.0)
-                spec = {**spec, "templates": [weighed(e) for e in spec["templates"]],
-                        "weight": float(weight) if isinstance(weight, int | float) and not isinstance(weight, bool) else weight}  # fmt: skip
+                spec = {**spec, "templates": [weighed(e) for e in spec["templates"]], "weight": as_float(spec.get("weight", 1.0))}
             intents[name] = spec
         return {**raw, "intents": intents}
 

@@ -28,6 +28,7 @@ def grammar(
     import numpy as np
 
     from seqx.grammar.load import open_grammar
+    from seqx.grammar.model import output_text
     from seqx.grammar.summary import shared_warning, summarize
 
     loaded = open_grammar(path, overrides)
@@ -64,7 +65,7 @@ def grammar(
             fixed.add_column("slot")
             fixed.add_column("values")
             for name, values in summary.fixed.items():
-                fixed.add_row(name, ", ".join("|".join(map(str, v)) if isinstance(v, tuple) else str(v) for v in values))
+                fixed.add_row(name, ", ".join(output_text(v) for v in values))
             out.print(fixed)
         for group in summary.sound_alike:
             out.print(f"[yellow]warning:[/] {' / '.join(repr(w) for w in group)} sound alike where the grammar takes "

@@ -141,8 +141,7 @@ def _wake_gate(
 
             said = Event(start=wake.time, end=wake.time, understood=False,
                          extra={"wake": round(wake.time, 3), "event": "wake", "wake_word": label, "score": round(wake.score, 4)})  # fmt: skip
-            out.file.write(json.dumps(said.to_json()) + "\n")
-            out.file.flush()
+            _print(said, json_out=True, segments_only=False)  # every key, with --segments too: the mark stays
         else:
             console.print(f"({label})", style="dim", highlight=False)
         if run and settings.wake_run:

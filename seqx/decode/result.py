@@ -489,12 +489,9 @@ def result_line(result: Result) -> str:
     return f"{result.text}   {command_text(result.intent, result.slots)}"
 
 
-def _said(value: Any) -> str:
-    """A slot's value as printed: a list (a fixed slot's "any of": `device_class=window|blind`) joined."""
-    return "|".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
-
-
 def command_text(intent: str, slots: dict[str, Any] | None) -> str:
     """`intent {slot=value ...}`: a command as `seqx transcribe` and `seqx listen` print it."""
-    filled = " ".join(f"{name}={_said(value)}" for name, value in (slots or {}).items())
+    from seqx.grammar.model import output_text
+
+    filled = " ".join(f"{name}={output_text(value)}" for name, value in (slots or {}).items())
     return f"{intent} {{{filled}}}"

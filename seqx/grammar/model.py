@@ -433,6 +433,12 @@ def fixed_slots(raw: Any, where: str) -> tuple[tuple[str, Output | tuple[Output,
     return tuple(fixed)
 
 
+def output_text(value: Any) -> str:
+    """A slot's output as printed: a list (a fixed slot's "any of", `device_class: [window, blind]`)
+    as `window|blind`."""
+    return "|".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
+
+
 def _with_fixed(slots: dict[str, Output], template: Template) -> dict[str, Output]:
     """The slots said, then those the template fixes (a slot said keeps what was said)."""
     for name, output in template.fixed:
@@ -467,4 +473,4 @@ def _slot_value(value: str | tuple[str, Output]) -> SlotValue:
     return SlotValue(tuple(value.split()), " ".join(value.split()))
 
 
-__all__ = ["Grammar", "Output", "Parse", "Slot", "SlotValue", "Template", "fixed_slots", "render"]
+__all__ = ["Grammar", "Output", "Parse", "Slot", "SlotValue", "Template", "fixed_slots", "output_text", "render"]

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from seqx.grammar.model import Grammar
+from seqx.grammar.model import Grammar, output_text
 from seqx.grammar.syntax import written_slot
 
 
@@ -141,8 +141,7 @@ def shared_sentences(grammar: Grammar) -> list[tuple[str, str, str]]:
 
 
 def _fixed_text(fixed: tuple) -> str:
-    said = (f"{k}={'|'.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in fixed)
-    return "{" + " ".join(said) + "}"
+    return "{" + " ".join(f"{k}={output_text(v)}" for k, v in fixed) + "}"
 
 
 def _intent_of(group: str) -> str:
