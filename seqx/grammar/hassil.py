@@ -16,17 +16,18 @@ user's commands, as they wrote them.
 
 The templates are seqx's own syntax but for two things: `{list:slot}` (a list reported under another
 name: seqx's `{slot@list}`), `<rule>` (an expansion rule, the intent's own `expansion_rules` before
-the file's) and `(a; b)` (a permutation: the items in every order), which are rewritten; brackets against letters (`light[s]`) are one word, as in seqx.
+the file's) and `(a; b)` (a permutation: the items in every order), which are rewritten; brackets
+against letters (`light[s]`) are one word, as in seqx.
 A list value's `in` may be a template (`(max | maximum)`: each way it says is a value with that `out`).
 A list Home Assistant fills at run time (`{name}`, `{area}` with no `lists:` entry) has no values to
 train on: an error says to give it `values:`. A sentence saying a `wildcard` list (without values) is
 left out, and the grammar's `notes` say so; `[ ]` is an optional space, `[and]{list}` two words.
 `skip_words` ("please", "can you") may come before a sentence (one or two) or after it (in a fifth
-and a tenth as many training sentences as it alone). A data block's fixed `slots:` are reported with what its sentences say (a slot said keeps
-what was said): "turn on the fans in the kitchen" is HassTurnOn {area: kitchen, domain: fan, name:
-all}, as Home Assistant answers it. `requires_context` and `excludes_context` pick the list values a
-block's sentences say by each value's `context:` (as Home Assistant matches an entity's domain);
-`response` is read and ignored.
+and a tenth as many training sentences as it alone). A data block's fixed `slots:` are reported with
+what its sentences say (a slot said keeps what was said): "turn on the fans in the kitchen" is
+HassTurnOn {area: kitchen, domain: fan, name: all}, as Home Assistant answers it. `requires_context`
+and `excludes_context` pick the list values a block's sentences say by each value's `context:` (as
+Home Assistant matches an entity's domain); `response` is read and ignored.
 """
 
 from __future__ import annotations

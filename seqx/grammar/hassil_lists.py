@@ -17,6 +17,7 @@ TEMPLATE_SYNTAX = re.compile(r"[()\[\]|{}<>]")
 LIST = re.compile(r"\{\s*([^{}:\s]+)\s*(?::\s*([^{}\s]+)\s*)?\}")
 MAX_WAYS = 1000  # ways one list value may say itself
 
+
 @dataclass(frozen=True)
 class Context:
     """A data block's `requires_context` and `excludes_context` ({domain: light}): which of a list's values
@@ -67,20 +68,27 @@ def lists_named(
     def named(m: re.Match) -> str:
         list_name, slot = m.group(1), m.group(2) or m.group(1)
         key = slot if slot == list_name else f"{slot}@{list_name}"
-        values = _values(list_name, lists, where)
-        if context is not None and (context.requires or context.excludes):
-            kept = _values(list_name, lists, where, context.fits)
-            if not kept:
-                unfit.append(list_name)
-                return m.group()
-            if kept != values:
-                key, values = f"{key}@{context.label()}", kept
-        if key not in slots:
-            slots[key] = Slot(key, values)
+        written = _written_values(lists.get(list_name))
+        fits = context.fits if context is not None and (context.requires or context.excludes) else None
+        kept = sum(1 for value in written if fits(value)) if fits is not None else len(written)
+        if written and not kept:
+            unfit.append(list_name)
+            return m.group()
+        cut = kept < len(written)
+        if cut:
+            key = f"{key}@{context.label()}"  # type: ignore[union-attr]
+        if key not in slots:  # each slot's values made once, however many sentences say it
+            slots[key] = Slot(key, _values(list_name, lists, where, fits if cut else None))
         return "{" + key + "}"
 
     named_text = LIST.sub(named, text)
     return Unfit(unfit[0]) if unfit else named_text
+
+
+def _written_values(spec: Any) -> list[Any]:
+    """A list's `values:` as written ([] for a range, which has no contexts, or a list not given)."""
+    values = spec.get("values") if isinstance(spec, Mapping) and "range" not in spec else None
+    return values if isinstance(values, list) else []
 
 
 def _values(
