@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from wake_word import VOICES, _person, joined, language, people_files, say  # noqa: E402
+from wake_word import VOICES, joined, language, people_stream, say, woken_files  # noqa: E402
 
 from seqx.grammar.load import load_grammar  # noqa: E402
 from seqx.listen.level import StreamLevel  # noqa: E402
@@ -71,14 +71,10 @@ def main() -> None:
     commands = list(dict.fromkeys(grammar.sample(rng).text for _ in range(10 * args.commands)))[: args.commands]
     voices = args.voices.split(",")
 
-    paths = people_files()
-    people = [_person(p) for p in paths]
-    speech_s = {lang: sum(w.size for p, w in zip(paths, people, strict=True) if language(p) == lang) / R
-                for lang in ("english", "other")}
-    people_stream, people_starts = joined(people, gap=(0.5, 1.0))
-    print(f"people: {len(people)} files, {speech_s}", file=sys.stderr, flush=True)
+    paths, people, people_starts, speech_s = people_stream()
+    print(f"people: {len(paths)} files, {speech_s}", file=sys.stderr, flush=True)
 
-    out: dict[str, object] = {"commands": len(commands), "voices": voices, "people_files": len(people),
+    out: dict[str, object] = {"commands": len(commands), "voices": voices, "people_files": len(paths),
                               "people_speech_s": {k: round(v, 1) for k, v in speech_s.items()}, "words": {}}
     for name in SHIPPED:
         said_as = name.replace("_", " ")
@@ -91,11 +87,11 @@ def main() -> None:
             for threshold in THRESHOLDS:
                 found = wakes(times, scores, threshold)
                 heard[threshold][voice] = sum(bool(((found >= s) & (found <= e)).any()) for s, e in zip(starts, ends, strict=True))
-        times, scores = trace(name, people_stream)
+        times, scores = trace(name, people)
         rows = {}
         for threshold in THRESHOLDS:
             found = wakes(times, scores, threshold)
-            woken = [paths[int(np.searchsorted(people_starts, t, side="right")) - 1] for t in found]
+            woken = woken_files(paths, people_starts, list(found))
             by_language = {lang: sum(language(p) == lang for p in woken) for lang in speech_s}
             rows[str(threshold)] = {
                 "heard": sum(heard[threshold].values()), "of": len(voices) * len(commands), "by_voice": heard[threshold],

@@ -246,21 +246,33 @@ def _person(path: str) -> np.ndarray:
     return _read(path)
 
 
-def false_wakes(threshold: float) -> dict[str, object]:
-    """Wakes each shipped model hears in people who never say it, and in noise; the files they fell in."""
+def people_stream() -> tuple[list[str], np.ndarray, list[float], dict[str, float]]:
+    """Every person's recording (people_files) joined with 0.5-1.0 s gaps: (paths, stream, each file's
+    start, seconds of speech in English and in other languages)."""
     paths = people_files()
     waves = [_person(p) for p in paths]
-    speech_s = sum(w.size for w in waves) / R
     by_language = {lang: sum(w.size for p, w in zip(paths, waves, strict=True) if language(p) == lang) / R
                    for lang in ("english", "other")}
     stream, starts = joined(waves, gap=(0.5, 1.0))
+    return paths, stream, starts, by_language
+
+
+def woken_files(paths: list[str], starts: list[float], times: list[float]) -> list[str]:
+    """The file of people_stream each wake fell in."""
+    return [paths[int(np.searchsorted(starts, t, side="right")) - 1] for t in times]
+
+
+def false_wakes(threshold: float) -> dict[str, object]:
+    """Wakes each shipped model hears in people who never say it, and in noise; the files they fell in."""
+    paths, stream, starts, by_language = people_stream()
+    speech_s = sum(by_language.values())
     rng = np.random.default_rng(1)
     noise = []
     for i, kind in enumerate(["white", "pink", "brown", "hum"] * 5):
         part = make_noise(kind, 30 * R, R, rng).astype(np.float32)
         noise.append(part * (10 ** ((-60 + 10 * (i % 4)) / 20) / np.sqrt(np.mean(part**2))))
     noise_stream = np.concatenate(noise)
-    out: dict[str, object] = {"people_files": len(waves), "people_speech_s": round(speech_s, 1),
+    out: dict[str, object] = {"people_files": len(paths), "people_speech_s": round(speech_s, 1),
                               "speech_s_by_language": {k: round(v, 1) for k, v in by_language.items()},
                               "stream_s": round(stream.size / R, 1), "noise_s": round(noise_stream.size / R, 1)}
     for name in SHIPPED:
@@ -273,7 +285,7 @@ def false_wakes(threshold: float) -> dict[str, object]:
             row[f"{label}_per_hour"] = round(len(wakes) * 3600 / (audio.size / R), 2)
             row[f"{label}_ms_per_s"] = round(1000 * (time.perf_counter() - began) / (audio.size / R), 2)
             if label == "people":
-                woken = [paths[int(np.searchsorted(starts, w.time, side="right")) - 1] for w in wakes]
+                woken = woken_files(paths, starts, [w.time for w in wakes])
                 row["people_files_woken"] = woken
                 for lang, seconds in by_language.items():  # per hour of speech, not of stream
                     count = sum(language(p) == lang for p in woken)
