@@ -74,11 +74,11 @@ def test_normalize_text_settings() -> None:
      ("30 mph", "thirty miles per hour"), ("100km/h", "one hundred kilometers per hour"), ("3 hrs", "three hours"),
      ("20min", "twenty minutes"), ("20 min", "twenty minutes"), ("min 20", "min twenty"), ("6ft", "six feet"),
      ("12 oz: small", "twelve ounces: small"), ("6 ft tall", "six feet tall"), ("2 l", "two l"), ("call HR", "call HR"),
-     ("the wizard of oz", "the wizard of oz"), ("12oz can", "twelve ounces can"), ("99¢", "ninety nine cents"),
+     ("the wizard of oz", "the wizard of oz"), ("12oz can", "twelve ounce can"), ("99¢", "ninety nine cents"),
      ("open x.com", "open x dot com"), ('a 12" pizza', "a twelve inch pizza"), ('say "7"', 'say " seven "'),
      ("1½ cups", "one and a half cups"), ("¾ full", "three quarters full"), ("burger w/ cheese", "burger with cheese"),
      ("w/o onions", "without onions"), ("10pc nuggets", "ten piece nuggets"),
-     ("2L Pepsi", "two liters Pepsi"), ("L train", "L train"),
+     ("2L Pepsi", "two liter Pepsi"), ("L train", "L train"),
      # digit by digit (short_forms.spelled_numbers): phone numbers and codes; "No." before a number
      ("call 555-1234", "call five five five one two three four"),
      ("555-123-4567", "five five five one two three four five six seven"),
@@ -89,7 +89,13 @@ def test_normalize_text_settings() -> None:
      ("07:30", "seven thirty"), ("Symphony No. 5", "Symphony number five"), ("no.9", "number nine"),
      ("No, 5 more", "No, five more"), ("say no.", "say no."),
      # a fraction before a unit is a size, as a menu's is said
-     ("½ lb burger", "half pound burger"), ("¼lb", "quarter pound"), ("1½ lb", "one and a half pounds")],
+     ("½ lb burger", "half pound burger"), ("¼lb", "quarter pound"), ("1½ lb", "one and a half pounds"),
+     ("1/2 lb burger", "half pound burger"), ("3/4 lb", "three quarter pound"),
+     # a measure before the thing measured names its size; before "of", "tall", "left" it is a quantity
+     ("a 12 oz latte", "a twelve ounce latte"), ("a 20 min timer", "a twenty minute timer"),
+     ("5 kg bag", "five kilogram bag"), ("1 lb bag", "one pound bag"), ("2 lb of beef", "two pounds of beef"),
+     ("for 20 min please", "for twenty minutes please"), ("5 km away", "five kilometers away"),
+     ("$5 per lb", "five dollars per pound"), ("3 lbs", "three pounds")],
 )  # fmt: skip
 def test_numbers_and_their_symbols_are_spelled_as_said(written: str, said: str) -> None:
     """One spelling for what engines are told and what the transcript says: espeak-ng reads "$5" as
@@ -108,6 +114,19 @@ def test_numbers_and_their_symbols_are_spelled_as_said(written: str, said: str) 
     assert said(Grammar.build({"x": ["{v}"]}, {"v": [written]})).parse(normalized), written
     if not re.search(r"[()\[\]|<>]", written):
         assert said(Grammar.build({"x": [written]})).parse(normalized), written
+
+
+def test_a_measure_slot_is_heard_before_a_noun_and_alone() -> None:
+    """A slot value "12 oz" is "twelve ounce" in "a 12 oz latte" (as the corpus says the sentence) and "twelve
+    ounces" alone: the grammar decoding parses with holds both, each answering the value written."""
+    from seqx.grammar import Grammar
+
+    grammar = Grammar.build({"order": ["a {size} latte", "just {size}"]}, {"size": [("12 oz", "small"), "large"]})
+    spoken = grammar.spoken(lambda text: normalize_text(text, TokenizerSettings()))
+    assert normalize_text("a 12 oz latte", TokenizerSettings()) == "a twelve ounce latte"
+    for heard in ("a twelve ounce latte", "a twelve ounces latte", "just twelve ounces"):
+        assert spoken.parse(heard).slots == {"size": "small"}, heard
+    assert len(spoken.slots["size"].values) == 3  # "large" is said one way
 
 
 def test_ordinal_words() -> None:

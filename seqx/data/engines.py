@@ -44,7 +44,7 @@ import soundfile as sf
 from seqx.data import verbs
 from seqx.errors import SeqxError
 from seqx.recipe import Voice
-from seqx.tokenize.short_forms import UNITS_AFTER_A_NUMBER, spell_short_forms, spelled_numbers
+from seqx.tokenize.short_forms import UNITS_AFTER_A_NUMBER, names_a_measure, spell_short_forms, spelled_numbers
 from seqx.tokenize.text import spell_out
 
 PIPER_SEED_DIR = Path(__file__).with_name("piper_seed")  # its sitecustomize.py seeds piper's onnxruntime, one thread
@@ -669,6 +669,7 @@ def prefix_letters(text: str) -> str:
 
 TOLD_LETTERS, TOLD_VERBS, TOLD_NUMBERS, TOLD_SHORT_FORMS, TOLD_PREFIX_LETTERS = 2, 3, 4, 5, 6  # engine_text: since when
 TOLD_DIGITS_AND_UNITS = 7
+TOLD_MEASURES = 8
 
 
 def text_changes(words: list[str]) -> int:
@@ -680,7 +681,11 @@ def text_changes(words: list[str]) -> int:
     start with it), else TOLD_LETTERS where one is the letter "a" (letter_names, the same day).
     TOLD_PREFIX_LETTERS (2026-12-02, prefix_letters): "iTunes", "eBay". TOLD_DIGITS_AND_UNITS (the same
     day, short_forms) before all: "555-1234", "007", "No." (before a number), "min", "oz" (said long
-    after a number and a space, "20 min", since then) and "½" (before a unit a size: "half pound")."""
+    after a number and a space, "20 min", since then) and "½" (before a unit a size: "half pound").
+    TOLD_MEASURES (the same day, short_forms.names_a_measure) before all: a measure before a noun names its
+    size ("a twelve ounce latte"), "1/2 lb" is "half pound", "1 lb" "one pound"."""
+    if any(names_a_measure(w) for w in words):
+        return TOLD_MEASURES
     if any(spelled_numbers(w) != w or w.lower() in {"no.", *UNITS_AFTER_A_NUMBER} or re.search("[½⅓⅔¼¾]", w)
            for w in words):  # fmt: skip
         return TOLD_DIGITS_AND_UNITS

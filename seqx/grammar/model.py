@@ -371,10 +371,15 @@ class Grammar:
                 return sequence_of(items)
             return choice_of([respell(e) for e in expr.options])  # an alternative said as nothing: optional
 
-        slots = {
-            name: Slot(name, tuple(SlotValue(words(" ".join(v.words)) or v.words, v.output) for v in slot.values))
-            for name, slot in self.slots.items()
-        }
+        def value_said(value: SlotValue) -> list[SlotValue]:
+            """A value said alone, and before a noun where that differs: "12 oz" is "twelve ounces"
+            alone and "twelve ounce" in "a {size} latte", as a sentence is spelled (short_forms)."""
+            text = " ".join(value.words)
+            alone = words(text) or value.words
+            before = words(f"{text} thing")[:-1]
+            return [SlotValue(alone, value.output)] + ([SlotValue(before, value.output)] if before and before != alone else [])
+
+        slots = {name: Slot(name, tuple(s for v in slot.values for s in value_said(v))) for name, slot in self.slots.items()}
         templates = []
         for t in self.templates:
             expr = respell(t.expr)

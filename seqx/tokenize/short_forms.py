@@ -45,18 +45,42 @@ _UNIT = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True))
 _GLUED_UNIT = "|".join(re.escape(u) for u in sorted([*_UNITS, *_GLUED_UNITS], key=len, reverse=True))
 # ...or after a number and a space ("20 min", "12 oz", "6 ft"): a count before it says what it is; not "l"
 UNITS_AFTER_A_NUMBER = frozenset(_GLUED_UNITS) - {"l"}
-_AFTER_NUMBER = "|".join(re.escape(u) for u in sorted(UNITS_AFTER_A_NUMBER, key=len, reverse=True))
+_AFTER_NUMBER = "|".join(re.escape(u) for u in sorted({*_UNITS, *UNITS_AFTER_A_NUMBER}, key=len, reverse=True))
 _DOMAINS = "com|org|net|edu|gov|io|co|uk|us|ca|de|fr|ai|app|dev"
+
+
+def names_a_measure(word: str) -> bool:
+    """Whether a grammar's word is a unit ("oz", "12oz", "lb") or a fraction ("1/2") whose spoken form
+    hangs on the words beside it ("a 12 oz latte" / "12 oz of milk"), as corpora say since 2026-12-02."""
+    if word in _ASCII_FRACTIONS:
+        return True
+    glued = re.fullmatch(rf"(\d+(?:[.,]\d+)*)?(?:{_GLUED_UNIT})", word, re.IGNORECASE)
+    return bool(glued) and (glued.group(1) is not None or word.lower() != "l")  # the letter L is no measure
 
 
 def _unit_name(unit: str) -> str:
     return _UNITS.get(unit.lower()) or _GLUED_UNITS[unit.lower()]
 
 
-def _unit_words(unit: str, count: str | None) -> str:
-    """The unit's name, plural unless it follows the number 1 ("1km" is one kilometer)."""
+# words after a measure that leave it a quantity ("6 ft tall", "20 min left", "2 lb of beef", "5 km away");
+# any other word after it is the thing measured, and the measure names its size: "a 12 oz latte" is "a
+# twelve ounce latte", "a 20 min timer" "a twenty minute timer", as people say them
+_QUANTITY_AFTER = frozenset(
+    "of and or but nor ago later left remaining long old away tall wide high deep thick heavy per each a an the "
+    "please now then to for from in on at by with without into onto more less total off until till before after "
+    "it is are was were will max maximum only exactly early late too than apart ahead behind back out up down "
+    "over under i you we he she they me us thanks thank every this that these those my your our his her their "
+    "its if so as plus minus times straight worth tops".split()
+)
+
+
+def _unit_words(unit: str, count: str | None, next_word: str | None = None) -> str:
+    """The unit's name, plural unless it follows the number 1 ("1km" is one kilometer) or names the size
+    of what follows it ("12 oz latte" is a twelve ounce latte, `_QUANTITY_AFTER`)."""
     name = _unit_name(unit)
     if count == "1" or unit.lower() in _AS_NAMED or name.endswith("per hour"):
+        return name
+    if count is not None and next_word is not None and next_word.lower() not in _QUANTITY_AFTER:
         return name
     return _PLURALS.get(name, name + "s")
 
@@ -88,7 +112,13 @@ def _half_day(m: re.Match) -> str:
 
 
 def _glued_unit(m: re.Match) -> str:
-    return f"{m.group(1)} {_unit_words(m.group(2), m.group(1))}"
+    return f"{m.group(1)} {_unit_words(m.group(2), m.group(1), m.group(3))}"
+
+
+def _unit_alone(m: re.Match) -> str:
+    """A unit with no number before it: plural ("lbs", "kg"), but one after "per" or "a" ("$5 a lb")."""
+    one = re.search(r"(?:^|\s)(?:per|a|an)\s+$", m.string[: m.start()], re.IGNORECASE)
+    return _unit_words(m.group(1), "1" if one else None)
 
 
 def _fraction(m: re.Match) -> str:
@@ -103,6 +133,16 @@ _FRACTION_SIZES = {"½": "half", "⅓": "third", "⅔": "two thirds", "¼": "qua
 
 def _fraction_size(m: re.Match) -> str:
     return f" {_FRACTION_SIZES[m.group(1)]} {_unit_name(m.group(2))} "
+
+
+_ASCII_FRACTIONS = {"1/2": "½", "1/3": "⅓", "2/3": "⅔", "1/4": "¼", "3/4": "¾"}
+_NEXT_WORD = r"(?=\s+([A-Za-z]+))?"  # the word after a measure, when one follows (`_unit_words`)
+
+
+def _ascii_fraction_size(m: re.Match) -> str:
+    """ "1/2 lb" is said as "½ lb" is, "half pound" (not "one half pounds"); "5/8 in" is left alone."""
+    glyph = _ASCII_FRACTIONS.get(m.group(1))
+    return f" {_FRACTION_SIZES[glyph]} {_unit_name(m.group(2))} " if glyph else m.group()
 
 
 def _digits(group: str) -> str:
@@ -154,9 +194,10 @@ def spell_short_forms(text: str) -> str:
     year = r"(?<![\w.,$£€#:/])(1[1-9]\d\d)(?![\w%°:/,]|\.\d)"  # not money, a decimal, a time or a 1,985
     text = re.sub(year, lambda m: f" {year_words(int(m.group(1)))} ", text)
     text = re.sub(rf"(?<![\d\w])([½⅓⅔¼¾]) ?({_GLUED_UNIT})(?![\w/])", _fraction_size, text, flags=re.IGNORECASE)
-    text = re.sub(rf"(\d+(?:[.,]\d+)*) ?({_AFTER_NUMBER})(?![\w/])", _glued_unit, text, flags=re.IGNORECASE)
-    text = re.sub(rf"(\d+(?:[.,]\d+)*)({_GLUED_UNIT})(?![\w/])", _glued_unit, text, flags=re.IGNORECASE)
-    text = re.sub(rf"(?<![\w/])({_UNIT})(?![\w/])", lambda m: _unit_words(m.group(1), None), text, flags=re.IGNORECASE)
+    text = re.sub(rf"(?<![\d/])([1-3]/[2-4]) ?({_GLUED_UNIT})(?![\w/])", _ascii_fraction_size, text, flags=re.IGNORECASE)
+    text = re.sub(rf"(\d+(?:[.,]\d+)*) ?({_AFTER_NUMBER})(?![\w/]){_NEXT_WORD}", _glued_unit, text, flags=re.IGNORECASE)
+    text = re.sub(rf"(\d+(?:[.,]\d+)*)({_GLUED_UNIT})(?![\w/]){_NEXT_WORD}", _glued_unit, text, flags=re.IGNORECASE)
+    text = re.sub(rf"(?<![\w/])({_UNIT})(?![\w/])", _unit_alone, text, flags=re.IGNORECASE)
     text = re.sub(r"(\d+)¢", lambda m: f"{m.group(1)} cent{'' if m.group(1) == '1' else 's'}", text)
     text = re.sub(r"(\d*)([½⅓⅔¼¾])", _fraction, text)
     text = re.sub(r'(?<!["\w.])(\d+(?:\.\d+)?)"(?![\w"])', r"\1 inch", text)  # a 12" pizza; "7" is a quoted 7
