@@ -127,10 +127,10 @@ def answers(events: list, starts: list[float], ends: list[float]) -> list[str]:
 
 
 def commands_bench(model: Path, wake: str, count: int, gain_db: float = 0.0, voices: list[str] = VOICES) -> dict[str, object]:
-    from seqx.cli.cmd_listen import _decoder  # exactly what `seqx listen --model` decodes with
+    from seqx.cli.cmd_listen import wave_decoder  # exactly what `seqx listen --model` decodes with
 
     recipe = load_recipe(REPO / "recipes" / "commands.yaml")
-    decode = _decoder(model, recipe)
+    decode = wave_decoder(model, recipe)
     from seqx.decode.bundle import load_bundle
 
     grammar = load_bundle(model, "cpu").grammar
@@ -189,12 +189,12 @@ def people_commands_bench(set_name: str, exp_dir: Path, wake: str, voice: str) -
     recording with its own lead of silence), run-on (the recording's lead cut to 30 ms)."""
     from human import human_sets, set_model_name
 
-    from seqx.cli.cmd_listen import _decoder
+    from seqx.cli.cmd_listen import wave_decoder
     from seqx.tokenize.text import normalize_text
 
     model = exp_dir / set_model_name(set_name, "speech_embedding") / "model"
     recipe = load_recipe(REPO / "recipes" / "commands.yaml")
-    decode = _decoder(model, recipe)
+    decode = wave_decoder(model, recipe)
     files = [(p, r) for p, r in human_sets()[set_name].files if r]
     refs = [normalize_text(r, recipe.tokenizer) for _, r in files]
     people = [_person(p) for p, _ in files]

@@ -206,3 +206,109 @@ def test_with_a_wake_word_only_the_commands_after_it_are_decoded(
     while time.monotonic() < deadline and (not record.exists() or len(record.read_text().splitlines()) < 2):
         time.sleep(0.1)
     assert record.read_text().splitlines() == ["woke", "woke"]
+
+
+def _events_of(raw: bytes) -> list:
+    import io
+
+    from seqx.serve.wyoming import read_event
+
+    stream, events = io.BytesIO(raw), []
+    while (event := read_event(stream)) is not None:
+        events.append(event)
+    return events
+
+
+def test_serve_answers_home_assistants_wyoming_requests_as_transcribe_does(
+    trained: tuple[Recipe, Bundle], tmp_path: Path
+) -> None:
+    """`seqx serve`: a client on a real TCP socket sends what Home Assistant's Wyoming integration
+    sends (describe; transcribe, audio-start, audio-chunk..., audio-stop) and gets the model's answer
+    for the same file (16 kHz mono, and 48 kHz stereo resampled), "" for silence, and an `error` for
+    a bad chunk or a bad header without losing the utterance or (for a chunk) the connection."""
+    import socket
+    import threading
+
+    from seqx.cli.cmd_listen import wave_decoder
+    from seqx.serve.server import open_server
+    from seqx.serve.service import Service
+    from seqx.serve.wyoming import read_event, write_event
+
+    recipe, bundle = trained
+    path = [u.audio for u in read_manifest(recipe.data_dir / "train.jsonl") if u.text][0]
+    alone = transcribe_files(bundle, [path], bundle.decode)[0]
+    assert alone.understood and alone.text
+    heard: list[dict] = []
+    server = open_server("tcp://127.0.0.1:0", Service("tiny", wave_decoder(bundle.folder, recipe)), on_result=heard.append)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with socket.create_connection(server.server_address[:2], timeout=120) as sock, sock.makefile("rwb") as conn:
+            write_event(conn, "describe")
+            info = read_event(conn)
+            assert info.type == "info" and info.data["asr"][0]["models"][0]["languages"] == ["en"]
+            assert info.data["asr"][0]["installed"] and info.data["asr"][0]["models"][0]["name"] == "tiny"
+
+            def say(wave: np.ndarray, rate: int, channels: int = 1, extra: bytes = b"") -> list:
+                pcm = (np.clip(wave, -1, 1) * 32767).astype(np.int16)
+                pcm = np.repeat(pcm, channels).tobytes()
+                audio = {"rate": rate, "width": 2, "channels": channels}
+                write_event(conn, "transcribe", {"language": "en"})
+                write_event(conn, "audio-start", audio)
+                step = 2 * channels * 1024
+                for at in range(0, len(pcm), step):  # Home Assistant sends chunks of 1024 samples
+                    write_event(conn, "audio-chunk", audio, pcm[at : at + step])
+                    if at == 0 and extra:
+                        write_event(conn, "audio-chunk", audio, extra)
+                write_event(conn, "audio-stop")
+                events = [read_event(conn)]
+                while events[-1].type != "transcript":
+                    events.append(read_event(conn))
+                return events
+
+            wave = load_audio(path, R).numpy()
+            (said,) = say(wave, R)
+            assert said.data["text"] == alone.text and said.data["understood"]
+            assert said.data["intent"] == alone.intent and said.data["language"] == "en"
+            import soxr
+
+            *errors, stereo = say(soxr.resample(wave, R, 48000), 48000, channels=2, extra=b"\x00\x01\x02")
+            assert [e.type for e in errors] == ["error"] and "not whole 4-byte frames" in errors[0].data["text"]
+            assert stereo.data["text"] == alone.text  # the bad chunk skipped, the utterance kept
+            (silent,) = say(np.zeros(R, np.float32), R)
+            assert silent.data["text"] == "" and not silent.data["understood"]
+            assert [h["text"] for h in heard] == [alone.text, alone.text, ""]
+            conn.write(b"{not json\n")
+            conn.flush()
+            bad = read_event(conn)
+            assert bad.type == "error" and "not JSON" in bad.data["text"] and read_event(conn) is None
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_serve_over_stdio_is_the_cli_end_to_end(trained: tuple[Recipe, Bundle]) -> None:
+    """`seqx serve --uri stdio://` (how a Rhasspy 3 pipeline runs a program): events in on stdin, out on
+    stdout, the log on stderr; a wrong --uri is one line."""
+    from seqx.serve.wyoming import write_event
+
+    recipe, bundle = trained
+    path = [u.audio for u in read_manifest(recipe.data_dir / "train.jsonl") if u.text][0]
+    alone = transcribe_files(bundle, [path], bundle.decode)[0]
+    import io
+
+    sent = io.BytesIO()
+    pcm = (load_audio(path, R).numpy() * 32767).astype(np.int16).tobytes()
+    write_event(sent, "describe")
+    write_event(sent, "audio-start", {"rate": R, "width": 2, "channels": 1})
+    write_event(sent, "audio-chunk", {"rate": R, "width": 2, "channels": 1}, pcm)
+    write_event(sent, "audio-stop")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "300", "OMP_NUM_THREADS": "1"}
+    run = subprocess.run([sys.executable, "-m", "seqx", "serve", "--model", str(bundle.folder), "--uri", "stdio://"],
+                         input=sent.getvalue(), capture_output=True, env=env, cwd=REPO, timeout=300)
+    assert run.returncode == 0, run.stderr.decode()
+    events = _events_of(run.stdout)
+    assert [e.type for e in events] == ["info", "transcript"]
+    assert events[1].data["text"] == alone.text and alone.text in run.stderr.decode()
+    wrong = subprocess.run([sys.executable, "-m", "seqx", "serve", "--model", str(bundle.folder), "--uri", "http://x:1"],
+                           capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    assert wrong.returncode == 1 and "expected tcp://HOST:PORT" in wrong.stderr and len(wrong.stderr.splitlines()) == 1

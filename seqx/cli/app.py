@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import typer
 
 HELP = ("Spoken commands to text, intents and slots, offline, trained on speech it makes itself: data, featurize, "
-        "tokenize, train, transcribe, evaluate, listen, export.")
+        "tokenize, train, transcribe, evaluate, listen, export, serve.")
 # command -> (module, function), in the order `seqx --help` lists them. A module is imported only
 # when its command runs (or for --help): the recipe schema, rich tables and torch are then paid
 # only by the commands that use them (`seqx transcribe --help`: 0.41 -> 0.25 s of CPU, shared machine).
@@ -34,6 +34,7 @@ COMMANDS = {
     "grammar": ("cmd_grammar", "grammar"),
     "listen": ("cmd_listen", "listen"),
     "export": ("cmd_export", "export"),
+    "serve": ("cmd_serve", "serve"),
 }
 # every command module, for callers that once had to import them to register the commands
 COMMAND_MODULES = list(dict.fromkeys(module for module, _ in COMMANDS.values()))

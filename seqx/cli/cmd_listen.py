@@ -88,7 +88,7 @@ def listen(
     if input_ not in ("mic", "-") and not Path(input_).is_file():
         raise SeqxError(f"{input_}: no such file (--input takes mic, - or an audio file)")
     wake = _wake_gate(settings.listen, wake_word, json_out=json_out, model=model, run=run)
-    decode = None if segments_only else _decoder(model, settings, grammar, overrides)
+    decode = None if segments_only else wave_decoder(model, settings, grammar, overrides)
     own_vad = model / "silero_vad.onnx" if model is not None and (model / "silero_vad.onnx").is_file() else None
     vad, note = load_vad(settings.listen.vad, settings.listen.energy_margin_db, own_vad)  # an export's own copy
     if note:
@@ -150,7 +150,7 @@ def _wake_gate(
     return WakeGate(detector, settings.wake_follow_s, label=label, on_wake=heard)
 
 
-def _decoder(  # noqa: ANN202 (lazy torch import)
+def wave_decoder(  # noqa: ANN202 (lazy torch import)
     model: Path | None, recipe: Recipe, grammar: str | None = None, overrides: list[str] | None = None
 ):
     """Load the bundle and compile its grammar once; each segment's waveform is decoded with
