@@ -444,6 +444,43 @@ lists:
         grammar_from_file(path)
 
 
+def _ha_folder(tmp_path: Path, files: dict[str, str]) -> Path:
+    folder = tmp_path / "en"
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    return folder
+
+
+def test_home_assistant_folder_errors_name_the_file(tmp_path: Path) -> None:
+    """In a folder (the intents repo's sentences/en/), a bad data block or list is named by its own file and
+    its block's number there; it was the folder and the block's number across every file before 2026-12-02."""
+    common = "language: en\nlists: {level: {range: {from: 1, to: 10}}}\n"
+    good = "language: en\nintents: {HassTurnOn: {data: [{sentences: ['turn on {level}']}]}}\n"
+    bad = "language: en\nintents: {HassTurnOn: {data: [{sentences: 'turn off'}]}}\n"
+    folder = _ha_folder(tmp_path, {"_common.yaml": common, "a.yaml": good, "b.yaml": bad})
+    with pytest.raises(GrammarError, match=re.escape(f"{folder / 'b.yaml'}: intents: HassTurnOn: data 1: expected")):
+        grammar_from_file(folder)
+    (folder / "b.yaml").unlink()
+    (folder / "_common.yaml").write_text(common.replace("from: 1, to: 10", "from: 10, to: 1"))
+    with pytest.raises(GrammarError, match=re.escape(f"{folder / '_common.yaml'}: lists: level: range: from 10 to 1")):
+        grammar_from_file(folder)
+
+
+def test_home_assistant_lists_in_two_files_are_one(tmp_path: Path) -> None:
+    """A list written in two files of a folder is one list with the values of both, as HassIL merges a
+    language's files (`_common.yaml`'s and one's own); the later file's replaced the other's before 2026-12-02."""
+    folder = _ha_folder(tmp_path, {
+        "_common.yaml": "language: en\nlists: {name: {values: [lamp]}}\n",
+        "mine.yaml": "language: en\nlists: {name: {values: [{in: ceiling fan, out: fan.ceiling}]}}\n",
+        "on.yaml": "language: en\nintents: {HassTurnOn: {data: [{sentences: ['turn on [the] {name}']}]}}\n",
+    })  # fmt: skip
+    grammar = grammar_from_file(folder)
+    assert grammar.parse("turn on the lamp").slots == {"name": "lamp"}
+    assert grammar.parse("turn on the ceiling fan").slots == {"name": "fan.ceiling"}
+    assert grammar.count() == 4
+
+
 def test_fixed_slots_are_reported_with_what_is_said(tmp_path: Path) -> None:
     """Slots a template reports without saying them: "the fans" and "the lights" in a room are one
     intent (Home Assistant's HassTurnOn) told apart by the domain its data block fixes; a slot said

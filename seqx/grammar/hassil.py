@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from itertools import permutations
 from pathlib import Path
 from typing import Any
@@ -73,33 +74,60 @@ def hassil_folder(folder: Path) -> Grammar:
     files = folder_files(folder)
     if not files:
         raise GrammarError(f"{folder}: a folder grammar is Home Assistant's intent sentences: no .yaml files in it")
-    merged: dict[str, Any] = {"intents": {}}
+    merged: dict[str, Any] = {"intents": {}, "lists": {}, "expansion_rules": {}}
+    origins = Origins({}, {})
     for path in files:
         raw = yaml_or_nothing(path)
         if not isinstance(raw, Mapping) or not set(raw) <= HASSIL_KEYS:
             raise GrammarError(f"{path}: not Home Assistant's intent sentences (language, intents, lists, "
                                f"expansion_rules, skip_words)")  # fmt: skip
         for intent, spec in yaml_mapping(raw.get("intents"), f"{path}: intents").items():
-            merged["intents"].setdefault(intent, {"data": []})["data"] += _data_blocks(spec, f"{path}: intents: {intent}")
-        for key in ("lists", "expansion_rules"):
-            merged.setdefault(key, {}).update(yaml_mapping(raw.get(key), f"{path}: {key}"))
+            blocks = _data_blocks(spec, f"{path}: intents: {intent}")
+            merged["intents"].setdefault(intent, {"data": []})["data"] += blocks
+            own = origins.blocks.setdefault(intent, [])
+            own += [f"{path}: intents: {intent}: data {n}" for n in range(1, len(blocks) + 1)]
+        # as HassIL merges a language's files: a list written in two files is one, its values joined
+        for name, spec in yaml_mapping(raw.get("lists"), f"{path}: lists").items():
+            merged["lists"][name] = _joined(merged["lists"].get(name), spec)
+            origins.lists[name] = f"{origins.lists[name]}, {path}" if name in origins.lists else str(path)
+        merged["expansion_rules"].update(yaml_mapping(raw.get("expansion_rules"), f"{path}: expansion_rules"))
         merged["skip_words"] = list(dict.fromkeys([*merged.get("skip_words", []), *_skip_words(raw, str(path))]))
     if not merged["intents"]:
         raise GrammarError(f"{folder}: no intents in its .yaml files")
-    return hassil_to_grammar(merged, str(folder), folder.name)
+    return hassil_to_grammar(merged, str(folder), folder.name, origins)
 
 
-def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str) -> Grammar:
+@dataclass(frozen=True)
+class Origins:
+    """Where a folder's parts were written, for its errors and notes: each intent's data blocks in
+    order (`FILE: intents: X: data 2`), each list's file(s)."""
+
+    blocks: dict[str, list[str]]
+    lists: dict[str, str]
+
+
+def _joined(old: Any, new: Any) -> Any:
+    """`new` merged into `old` as HassIL merges its files: mappings key by key, lists one after the other,
+    anything else replaced."""
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        return {**old, **{key: _joined(old.get(key), value) for key, value in new.items()}}
+    if isinstance(old, list) and isinstance(new, list):
+        return [*old, *new]
+    return new
+
+
+def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str, origins: Origins | None = None) -> Grammar:
     rules = yaml_mapping(raw.get("expansion_rules"), f"{source}: expansion_rules")
     lists = yaml_mapping(raw.get("lists"), f"{source}: lists")
     skip = _skip_words(raw, source)
     slots: dict[str, Slot] = {}
     templates: list[Template] = []
+    notes: list[str] = []
     left_out: dict[str, int] = {}  # wildcard list -> sentences left out for it
     unfit: dict[str, int] = {}  # list -> sentences left out since none of its values fits their context
     for intent, spec in yaml_mapping(raw.get("intents"), f"{source}: intents").items():
         for number, block in enumerate(_data_blocks(spec, f"{source}: intents: {intent}"), 1):
-            where = f"{source}: intents: {intent}: data {number}"
+            where = origins.blocks[intent][number - 1] if origins else f"{source}: intents: {intent}: data {number}"
             if not isinstance(block, Mapping) or not isinstance(block.get("sentences"), list):
                 raise GrammarError(f"{where}: expected sentences: a list of templates")
             local = {**rules, **yaml_mapping(block.get("expansion_rules"), f"{where}: expansion_rules")}
@@ -113,7 +141,13 @@ def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str) -> Grammar
                 if wild:
                     left_out[wild[0]] = left_out.get(wild[0], 0) + 1
                     continue
-                named = lists_named(text, lists, slots, where, context)
+                try:
+                    named = lists_named(text, lists, slots, where, context)
+                except GrammarError as e:  # a list's own fault: name the file that wrote it
+                    listed = re.match(r"lists: ([^:]+):", str(e))
+                    if not listed:
+                        raise
+                    raise GrammarError(f"{origins.lists.get(listed[1], source) if origins else source}: {e}") from None
                 if isinstance(named, Unfit):
                     unfit[named.list_name] = unfit.get(named.list_name, 0) + 1
                     continue
@@ -125,7 +159,7 @@ def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str) -> Grammar
             raise GrammarError(f"{source}: every sentence says a wildcard list ({', '.join(left_out)}), which says "
                                f"anything: give it values:")  # fmt: skip
         raise GrammarError(f"{source}: no sentences")
-    notes = [f"{source}: {n} sentence{'s' if n > 1 else ''} left out for saying {{{name}}}, a wildcard list (anything "
+    notes += [f"{source}: {n} sentence{'s' if n > 1 else ''} left out for saying {{{name}}}, a wildcard list (anything "
              f"a person says); give it values: to keep {'them' if n > 1 else 'it'}" for name, n in left_out.items()]  # fmt: skip
     notes += [f"{source}: {n} sentence{'s' if n > 1 else ''} left out: no value of {{{name}}} has the context "
               f"{'they require' if n > 1 else 'it requires'} (requires_context; a value's context:)" for name, n in unfit.items()]  # fmt: skip
