@@ -481,6 +481,24 @@ def test_home_assistant_lists_in_two_files_are_one(tmp_path: Path) -> None:
     assert grammar.count() == 4
 
 
+def test_home_assistant_slots_for_the_response_are_left_out_and_said(tmp_path: Path) -> None:
+    """A block's fixed slot given as a mapping (`alternate_state: {idle: not playing}`, which Home Assistant's
+    media_player_HassGetState gives its response) is no value a command reports: left out of the slots and
+    said in the notes; the others are reported. The whole grammar was an error before 2026-12-02."""
+    path = tmp_path / "ha.yaml"
+    path.write_text("""language: en
+intents:
+  HassGetState:
+    data:
+      - sentences: ["is the speaker on"]
+        slots: {domain: media_player, alternate_state: {"on": unknown, idle: not playing}}
+""")
+    grammar = grammar_from_file(path)
+    assert grammar.parse("is the speaker on").slots == {"domain": "media_player"}
+    assert grammar.notes == [f"{path}: intents: HassGetState: data 1: slots: alternate_state is a mapping (for Home "
+                             "Assistant's response), not a value a command reports: left out of its slots"]  # fmt: skip
+
+
 def test_fixed_slots_are_reported_with_what_is_said(tmp_path: Path) -> None:
     """Slots a template reports without saying them: "the fans" and "the lights" in a room are one
     intent (Home Assistant's HassTurnOn) told apart by the domain its data block fixes; a slot said

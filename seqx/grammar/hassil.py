@@ -131,7 +131,7 @@ def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str, origins: O
             if not isinstance(block, Mapping) or not isinstance(block.get("sentences"), list):
                 raise GrammarError(f"{where}: expected sentences: a list of templates")
             local = {**rules, **yaml_mapping(block.get("expansion_rules"), f"{where}: expansion_rules")}
-            fixed = fixed_slots(block.get("slots"), where)
+            fixed = fixed_slots(_reported_slots(block.get("slots"), where, notes), where)
             context = Context(yaml_mapping(block.get("requires_context"), f"{where}: requires_context"),
                                yaml_mapping(block.get("excludes_context"), f"{where}: excludes_context"))
             for sentence in block["sentences"]:
@@ -164,6 +164,17 @@ def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str, origins: O
     notes += [f"{source}: {n} sentence{'s' if n > 1 else ''} left out: no value of {{{name}}} has the context "
               f"{'they require' if n > 1 else 'it requires'} (requires_context; a value's context:)" for name, n in unfit.items()]  # fmt: skip
     return Grammar(name, templates, slots, notes=notes)
+
+
+def _reported_slots(raw: Any, where: str, notes: list[str]) -> Any:
+    """A block's fixed `slots:` but those given as a mapping (`alternate_state: {idle: not playing}`), which
+    only Home Assistant's response template reads: not a value a command reports, so left out, and said."""
+    if not isinstance(raw, Mapping):
+        return raw  # fixed_slots names what is wrong
+    for slot in [slot for slot, value in raw.items() if isinstance(value, Mapping)]:
+        notes.append(f"{where}: slots: {slot} is a mapping (for Home Assistant's response), not a value a "
+                     f"command reports: left out of its slots")  # fmt: skip
+    return {slot: value for slot, value in raw.items() if not isinstance(value, Mapping)}
 
 
 def _data_blocks(spec: Any, where: str) -> list[Any]:
