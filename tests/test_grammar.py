@@ -499,6 +499,26 @@ intents:
                              "Assistant's response), not a value a command reports: left out of its slots"]  # fmt: skip
 
 
+def test_home_assistant_spaces_inside_a_bracket_keep_words_apart(tmp_path: Path) -> None:
+    """`{brightness}[([ ]%)| percent]` and `{temperature}[([ ]°)|( degree[s])]`, as Home Assistant's _common.yaml
+    writes them: each choice begins with a space, so it is a word of its own ("50 percent", "20 degrees"), as
+    HassIL reads it; seqx glued them to the number ("50percent") before 2026-12-02. `light[s]` stays one word."""
+    path = tmp_path / "ha.yaml"
+    path.write_text("""language: en
+intents:
+  HassLightSet:
+    data: [{sentences: ["set [the] light[s] to {level}[([ ]%)| percent]", "set heat to {level}[([ ]°)|( degree[s])]"]}]
+lists:
+  level: {range: {from: 1, to: 100}}
+""")
+    grammar = grammar_from_file(path)
+    for said in ("set the lights to 50 percent", "set lights to 50 %", "set light to 50", "set heat to 20 degrees",
+                 "set heat to 20 degree", "set heat to 20 °"):  # fmt: skip
+        assert grammar.parse(said).slots == {"level": int(said.split()[-2 if said[-1] != "0" else -1])}, said
+    assert not grammar.accepts("set lights to 50percent") and not grammar.accepts("set heat to 20degrees")
+    assert not grammar.accepts("set light s to 50")
+
+
 def test_fixed_slots_are_reported_with_what_is_said(tmp_path: Path) -> None:
     """Slots a template reports without saying them: "the fans" and "the lights" in a room are one
     intent (Home Assistant's HassTurnOn) told apart by the domain its data block fixes; a slot said

@@ -136,7 +136,7 @@ def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str, origins: O
                                yaml_mapping(block.get("excludes_context"), f"{where}: excludes_context"))
             for sentence in block["sentences"]:
                 text = _expanded(str(sentence), local, where)
-                text = _permuted(_BRACKET_THEN_LIST.sub("] {", _OPTIONAL_SPACE.sub(" ", text)), where)
+                text = _permuted(_apart(_BRACKET_THEN_LIST.sub("] {", _OPTIONAL_SPACE.sub(" ", text))), where)
                 wild = wildcards(text, lists)
                 if wild:
                     left_out[wild[0]] = left_out.get(wild[0], 0) + 1
@@ -217,6 +217,31 @@ def _expanded(text: str, rules: Mapping[str, Any], where: str, depth: int = 0) -
         return f"({_expanded(str(rules[m.group(1)]), rules, where, depth + 1)})"
 
     return _RULE.sub(rule, text)
+
+
+def _apart(text: str) -> str:
+    """A bracket written against a word whose every choice begins with a space is words apart from it:
+    `{brightness}[( %)| percent]` says "50 percent", as HassIL reads the spaces (seqx's reading glued the
+    group to the word, "50percent"). A choice that touches the bracket (`light[s]`) is still one word."""
+    out = []
+    for i, c in enumerate(text):
+        if c in "([" and i and not text[i - 1].isspace() and text[i - 1] not in "([|" and _starts_apart(text, i):
+            out.append(" ")
+        out.append(c)
+    return "".join(out)
+
+
+def _starts_apart(text: str, start: int) -> bool:
+    """Whether each choice of the bracket opened at `start` begins with a space (or a bracket that does)."""
+    end = _closing(text, start)
+    if end < 0:  # unbalanced: parse_template names it
+        return False
+    offset = start + 1
+    for choice in _split_top(text[start + 1 : end], "|"):
+        if not (choice[:1].isspace() or (choice[:1] in "([" and _starts_apart(text, offset))):
+            return False
+        offset += len(choice) + 1
+    return True
 
 
 MAX_PERMUTED = 5  # items of one `(a; b; c)`: 5! = 120 orders
