@@ -163,6 +163,10 @@ def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str, origins: O
              f"a person says); give it values: to keep {'them' if n > 1 else 'it'}" for name, n in left_out.items()]  # fmt: skip
     notes += [f"{source}: {n} sentence{'s' if n > 1 else ''} left out: no value of {{{name}}} has the context "
               f"{'they require' if n > 1 else 'it requires'} (requires_context; a value's context:)" for name, n in unfit.items()]  # fmt: skip
+    said = {t.intent for t in templates}
+    if gone := [str(intent) for intent in yaml_mapping(raw.get("intents"), source) if str(intent) not in said]:
+        notes.append(f"{source}: no sentence of {', '.join(gone)} is left, so no command says "
+                     f"{'them' if len(gone) > 1 else 'it'}")  # fmt: skip
     return Grammar(name, templates, slots, notes=notes)
 
 
