@@ -416,6 +416,40 @@ lists:
     assert summarize_shared(grammar) == []
 
 
+def test_home_assistant_context_given_as_a_value_and_a_slot(tmp_path: Path) -> None:
+    """`requires_context: {domain: {value: light, slot: true}}` asks for its value, as HassIL reads it, and the
+    slot it fills is reported (`slot: kind` names another; a list of values is no one value to report);
+    `excludes_context: {domain: {value: fan}}` likewise; `domain:` with nothing asks for nothing a name could
+    tell apart. Before 2026-12-02 the mappings were ignored (every name said) and an empty `domain:` cut every
+    name that has a domain."""
+    path = tmp_path / "ha.yaml"
+    path.write_text("""language: en
+intents:
+  HassLightSet:
+    data: [{sentences: ["set [the] {name} to {level}"], requires_context: {domain: {value: light, slot: true}}}]
+  HassTurnOn:
+    data:
+      - sentences: ["turn on [the] {name}"]
+        requires_context: {domain: {value: [light, fan], slot: kind}}
+        excludes_context: {domain: {value: fan}}
+  HassGetState:
+    data: [{sentences: ["is [the] {name} on"], requires_context: {domain: }}]
+lists:
+  level: {range: {from: 1, to: 10}}
+  name:
+    values:
+      - {in: desk lamp, out: light.desk, context: {domain: light}}
+      - {in: speaker, context: {domain: media_player}}
+      - {in: fan, context: {domain: fan}}
+""")
+    grammar = grammar_from_file(path)
+    assert grammar.parse("set the desk lamp to 8").slots == {"name": "light.desk", "level": 8, "domain": "light"}
+    assert not grammar.accepts("set the speaker to 8")
+    assert grammar.parse("turn on the desk lamp").slots == {"name": "light.desk"}
+    assert not grammar.accepts("turn on the fan") and not grammar.accepts("turn on the speaker")
+    assert grammar.accepts("is the speaker on") and grammar.accepts("is the fan on")
+
+
 def summarize_shared(grammar: Grammar) -> list[list[str]]:
     from seqx.grammar.summary import summarize
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from seqx.grammar.errors import GrammarError, yaml_mapping
-from seqx.grammar.hassil_lists import TEMPLATE_SYNTAX, Context, Unfit, lists_named, wildcards
+from seqx.grammar.hassil_lists import TEMPLATE_SYNTAX, Context, Unfit, copied_slots, lists_named, wildcards
 from seqx.grammar.model import Grammar, Slot, Template, fixed_slots
 from seqx.grammar.syntax import parse_template
 
@@ -131,9 +131,11 @@ def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str, origins: O
             if not isinstance(block, Mapping) or not isinstance(block.get("sentences"), list):
                 raise GrammarError(f"{where}: expected sentences: a list of templates")
             local = {**rules, **yaml_mapping(block.get("expansion_rules"), f"{where}: expansion_rules")}
-            fixed = fixed_slots(_reported_slots(block.get("slots"), where, notes), where)
-            context = Context(yaml_mapping(block.get("requires_context"), f"{where}: requires_context"),
-                               yaml_mapping(block.get("excludes_context"), f"{where}: excludes_context"))
+            requires = yaml_mapping(block.get("requires_context"), f"{where}: requires_context")
+            context = Context.of(requires, yaml_mapping(block.get("excludes_context"), f"{where}: excludes_context"))
+            own = _reported_slots(block.get("slots"), where, notes)
+            own = {**copied_slots(requires), **(own or {})} if isinstance(own, Mapping) or own is None else own
+            fixed = fixed_slots(own or None, where)
             for sentence in block["sentences"]:
                 text = _expanded(str(sentence), local, where)
                 text = _permuted(_apart(_BRACKET_THEN_LIST.sub("] {", _OPTIONAL_SPACE.sub(" ", text))), where)

@@ -26,6 +26,13 @@ class Context:
     requires: Mapping[str, Any]
     excludes: Mapping[str, Any]
 
+    @staticmethod
+    def of(requires: Mapping[str, Any], excludes: Mapping[str, Any]) -> Context:
+        """A block's context as written: `domain: {value: light, slot: true}` asks for its `value` (HassIL
+        copies what matched into a slot: `copied_slots`), `area: {slot: true}` and `domain:` (any) for nothing
+        a list value could tell apart."""
+        return Context(_wanted(requires), _wanted(excludes))
+
     def fits(self, value: Any) -> bool:
         """A value without a context fits anywhere (nothing tells it apart); one with a context fits when
         every key both name agrees. A required mapping (`area: {slot: true}`) asks for nothing here."""
@@ -42,6 +49,21 @@ class Context:
         parts = [f"{k}={_joined(w)}" for k, w in self.requires.items() if not isinstance(w, Mapping)]
         parts += [f"{k}!={_joined(w)}" for k, w in self.excludes.items()]
         return re.sub(r"[\s{}()\[\]|@]", "_", ",".join(parts))
+
+
+def _wanted(context: Mapping[str, Any]) -> dict[str, Any]:
+    wanted = {key: want.get("value") if isinstance(want, Mapping) else want for key, want in context.items()}
+    return {key: want for key, want in wanted.items() if want is not None}
+
+
+def copied_slots(requires: Mapping[str, Any]) -> dict[str, Any]:
+    """The slots HassIL fills from a required context (`domain: {value: light, slot: true}`: `domain` is
+    light; `slot: kind` names the slot), where the value is one and so known here."""
+    copied = {}
+    for key, want in requires.items():
+        if isinstance(want, Mapping) and want.get("slot") and isinstance(want.get("value"), str | int | float | bool):
+            copied[want["slot"] if isinstance(want["slot"], str) else key] = want["value"]
+    return copied
 
 
 def _one_of(have: Any, want: Any) -> bool:
