@@ -35,21 +35,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from itertools import permutations
 from pathlib import Path
 from typing import Any
 
 from seqx.grammar.errors import GrammarError, yaml_mapping
 from seqx.grammar.hassil_lists import TEMPLATE_SYNTAX, Context, Unfit, copied_slots, lists_named, wildcards
+from seqx.grammar.hassil_syntax import seqx_text
 from seqx.grammar.model import Grammar, Slot, Template, fixed_slots
 from seqx.grammar.syntax import parse_template
 
 HASSIL_KEYS = {"language", "intents", "lists", "expansion_rules", "skip_words", "responses"}
-_RULE = re.compile(r"<([^<>\s]+)>")
-_OPTIONAL_SPACE = re.compile(r"\[\s+\]")  # `{brightness}[ ][%|percent]`: "50%" or "50 %"; words stand apart here
-# `[and]{minutes}`: HassIL matches "and 5" (spaces around a list are loose there), not one word "and5"
-_BRACKET_THEN_LIST = re.compile(r"\]\{")
-MAX_RULE_DEPTH = 20
 
 
 def is_hassil(raw: Mapping[str, Any]) -> bool:
@@ -137,8 +132,7 @@ def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str, origins: O
             own = {**copied_slots(requires), **(own or {})} if isinstance(own, Mapping) or own is None else own
             fixed = fixed_slots(own or None, where)
             for sentence in block["sentences"]:
-                text = _expanded(str(sentence), local, where)
-                text = _permuted(_apart(_BRACKET_THEN_LIST.sub("] {", _OPTIONAL_SPACE.sub(" ", text))), where)
+                text = seqx_text(str(sentence), local, where)
                 wild = wildcards(text, lists)
                 if wild:
                     left_out[wild[0]] = left_out.get(wild[0], 0) + 1
@@ -210,97 +204,3 @@ def _with_skip_words(text: str, skip: list[Any]) -> list[tuple[str, float]]:
     words = " | ".join(" ".join(str(w).split()) for w in skip)
     first = f"({words}) [{words}] ({text}) [{words}]"
     return [(text, 1.0), (first, SKIP_FIRST_WEIGHT), (f"({text}) ({words})", SKIP_LAST_WEIGHT)]
-
-
-def _expanded(text: str, rules: Mapping[str, Any], where: str, depth: int = 0) -> str:
-    """`<rule>` replaced by its template in brackets, rules within rules too."""
-    if depth > MAX_RULE_DEPTH:
-        raise GrammarError(f"{where}: expansion rules refer to each other in a circle ('{text}')")
-
-    def rule(m: re.Match) -> str:
-        if m.group(1) not in rules:
-            raise GrammarError(f"{where}: unknown expansion rule <{m.group(1)}> (add it under expansion_rules:)")
-        return f"({_expanded(str(rules[m.group(1)]), rules, where, depth + 1)})"
-
-    return _RULE.sub(rule, text)
-
-
-def _apart(text: str) -> str:
-    """A bracket written against a word whose every choice begins with a space is words apart from it:
-    `{brightness}[( %)| percent]` says "50 percent", as HassIL reads the spaces (seqx's reading glued the
-    group to the word, "50percent"). A choice that touches the bracket (`light[s]`) is still one word."""
-    out = []
-    for i, c in enumerate(text):
-        if c in "([" and i and not text[i - 1].isspace() and text[i - 1] not in "([|" and _starts_apart(text, i):
-            out.append(" ")
-        out.append(c)
-    return "".join(out)
-
-
-def _starts_apart(text: str, start: int) -> bool:
-    """Whether each choice of the bracket opened at `start` begins with a space (or a bracket that does)."""
-    end = _closing(text, start)
-    if end < 0:  # unbalanced: parse_template names it
-        return False
-    offset = start + 1
-    for choice in _split_top(text[start + 1 : end], "|"):
-        if not (choice[:1].isspace() or (choice[:1] in "([" and _starts_apart(text, offset))):
-            return False
-        offset += len(choice) + 1
-    return True
-
-
-MAX_PERMUTED = 5  # items of one `(a; b; c)`: 5! = 120 orders
-
-
-def _permuted(text: str, where: str) -> str:
-    """HassIL's permutations, `(a; b; c)`: the items in every order, as alternatives of seqx's syntax
-    (`((a) (b) | (b) (a))`). Groups inside are done first; a group without `;` is left as written. A
-    sentence is a group of its own, as HassIL reads it: `a; b` at its top is a permutation too."""
-    if ";" not in text:
-        return text
-    return _groups_permuted(f"({text})" if len(_split_top(text, ";")) > 1 else text, where)
-
-
-def _groups_permuted(text: str, where: str) -> str:
-    out, i = [], 0
-    while i < len(text):
-        if text[i] != "(":
-            out.append(text[i])
-            i += 1
-            continue
-        end = _closing(text, i)
-        if end < 0:  # unbalanced: parse_template names it
-            return text
-        inner = _groups_permuted(text[i + 1 : end], where)
-        items = _split_top(inner, ";")
-        if len(items) > 1:
-            if len(items) > MAX_PERMUTED:
-                raise GrammarError(f"{where}: a permutation of more than {MAX_PERMUTED} items in '{text}'")
-            inner = " | ".join(" ".join(f"({item.strip()})" for item in order) for order in permutations(items))
-        out.append(f"({inner})")
-        i = end + 1
-    return "".join(out)
-
-
-def _closing(text: str, start: int) -> int:
-    """Where the bracket opened at `start` closes (-1: it does not)."""
-    depth = 0
-    for i in range(start, len(text)):
-        depth += text[i] in "([{"
-        depth -= text[i] in ")]}"
-        if depth == 0:
-            return i
-    return -1
-
-
-def _split_top(text: str, separator: str) -> list[str]:
-    """`text` split at each `separator` outside brackets."""
-    parts, depth, begun = [], 0, 0
-    for i, c in enumerate(text):
-        depth += c in "([{"
-        depth -= c in ")]}"
-        if c == separator and depth == 0:
-            parts.append(text[begun:i])
-            begun = i + 1
-    return [*parts, text[begun:]]
