@@ -535,6 +535,39 @@ lists: {message: {wildcard: true}, item: {wildcard: true}}
     assert grammar_from_file(path).notes[-1] == f"{path}: no sentence of HassBroadcast is left, so no command says it"
 
 
+def test_home_assistant_a_choice_that_says_nothing_here_is_left_out_alone(tmp_path: Path) -> None:
+    """A sentence that says a list with nothing to say here (a wildcard given no values, or no value fits the
+    block's context) only in some of its choices keeps the others, as HassIL still matches them: `({name} |
+    {area} lights)` with no name to say is the area's; `[named {timer_name}]` goes. Such a sentence was left
+    out whole before 2026-12-02."""
+    path = tmp_path / "ha.yaml"
+    path.write_text("""language: en
+intents:
+  HassTurnOff:
+    data:
+      - sentences: ["turn off [the] ({name} | {area} lights)"]
+        requires_context: {domain: lock}
+  HassStartTimer:
+    data: [{sentences: ["start [a] timer [named {timer_name}]", "{timer_name} timer"]}]
+lists:
+  name: {values: [{in: desk lamp, context: {domain: light}}]}
+  area: {values: [kitchen]}
+  timer_name: {wildcard: true}
+""")
+    grammar = grammar_from_file(path)
+    assert grammar.parse("turn off the kitchen lights").slots == {"area": "kitchen"}
+    assert not grammar.accepts("turn off the desk lamp")
+    assert grammar.accepts("start a timer") and grammar.accepts("start timer")
+    assert grammar.count() == 2 + 2  # [the] kitchen lights; start [a] timer
+    wild = "a wildcard list (anything a person says); give it values: to keep"
+    assert grammar.notes == [
+        f"{path}: 1 sentence left out for saying {{timer_name}}, {wild} it",
+        f"{path}: 1 sentence kept without the choices that say {{timer_name}}, {wild} them",
+        f"{path}: 1 sentence kept without the choices that say {{name}}: no value of {{name}} has the context it "
+        "requires (requires_context; a value's context:)",
+    ]
+
+
 def test_home_assistant_slots_for_the_response_are_left_out_and_said(tmp_path: Path) -> None:
     """A block's fixed slot given as a mapping (`alternate_state: {idle: not playing}`, which Home Assistant's
     media_player_HassGetState gives its response) is no value a command reports: left out of the slots and

@@ -21,7 +21,7 @@ against letters (`light[s]`) are one word, as in seqx.
 A list value's `in` may be a template (`(max | maximum)`: each way it says is a value with that `out`).
 A list Home Assistant fills at run time (`{name}`, `{area}` with no `lists:` entry) has no values to
 train on: an error says to give it `values:`. A sentence saying a `wildcard` list (without values) is
-left out, and the grammar's `notes` say so; `[ ]` is an optional space, `[and]{list}` two words.
+left out (only its choices that say it, when it has others), and the grammar's `notes` say so; `[ ]` is an optional space, `[and]{list}` two words.
 `skip_words` ("please", "can you") may come before a sentence (one or two) or after it (in a fifth
 and a tenth as many training sentences as it alone). A data block's fixed `slots:` are reported with
 what its sentences say (a slot said keeps what was said): "turn on the fans in the kitchen" is
@@ -39,10 +39,10 @@ from pathlib import Path
 from typing import Any
 
 from seqx.grammar.errors import GrammarError, yaml_mapping
-from seqx.grammar.hassil_lists import TEMPLATE_SYNTAX, Context, Unfit, copied_slots, lists_named, wildcards
-from seqx.grammar.hassil_syntax import seqx_text
+from seqx.grammar.hassil_lists import TEMPLATE_SYNTAX, Context, copied_slots, lists_named
+from seqx.grammar.hassil_syntax import Gone, seqx_text, unsaid_lists, without_unsaid
 from seqx.grammar.model import Grammar, Slot, Template, fixed_slots
-from seqx.grammar.syntax import parse_template
+from seqx.grammar.syntax import parse_template, render
 
 HASSIL_KEYS = {"language", "intents", "lists", "expansion_rules", "skip_words", "responses"}
 
@@ -118,8 +118,9 @@ def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str, origins: O
     slots: dict[str, Slot] = {}
     templates: list[Template] = []
     notes: list[str] = []
-    left_out: dict[str, int] = {}  # wildcard list -> sentences left out for it
-    unfit: dict[str, int] = {}  # list -> sentences left out since none of its values fits their context
+    # why ("wildcard", or "unfit": no value fits the context) -> list -> sentences left out, or cut, for it
+    left_out: dict[str, dict[str, int]] = {"wildcard": {}, "unfit": {}}
+    cut: dict[str, dict[str, int]] = {"wildcard": {}, "unfit": {}}
     for intent, spec in yaml_mapping(raw.get("intents"), f"{source}: intents").items():
         for number, block in enumerate(_data_blocks(spec, f"{source}: intents: {intent}"), 1):
             where = origins.blocks[intent][number - 1] if origins else f"{source}: intents: {intent}: data {number}"
@@ -133,10 +134,6 @@ def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str, origins: O
             fixed = fixed_slots(own or None, where)
             for sentence in block["sentences"]:
                 text = seqx_text(str(sentence), local, where)
-                wild = wildcards(text, lists)
-                if wild:
-                    left_out[wild[0]] = left_out.get(wild[0], 0) + 1
-                    continue
                 try:
                     named = lists_named(text, lists, slots, where, context)
                 except GrammarError as e:  # a list's own fault: name the file that wrote it
@@ -144,26 +141,50 @@ def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str, origins: O
                     if not listed:
                         raise
                     raise GrammarError(f"{origins.lists.get(listed[1], source) if origins else source}: {e}") from None
-                if isinstance(named, Unfit):
-                    unfit[named.list_name] = unfit.get(named.list_name, 0) + 1
-                    continue
+                if unsaid := unsaid_lists(expr := parse_template(named, f"{where}: '{sentence}'")):
+                    kept = without_unsaid(expr)
+                    for why, list_name in unsaid[:1] if isinstance(kept, Gone) else unsaid:
+                        tally = (left_out if isinstance(kept, Gone) else cut)[why]
+                        tally[list_name] = tally.get(list_name, 0) + 1
+                    if isinstance(kept, Gone):
+                        continue
+                    named = render(kept)
                 for said, weight in _with_skip_words(named, skip):
                     expr = parse_template(said, f"{where}: '{sentence}'")
                     templates.append(Template(str(intent), said, expr, weight, fixed))
     if not templates:
-        if left_out:
-            raise GrammarError(f"{source}: every sentence says a wildcard list ({', '.join(left_out)}), which says "
-                               f"anything: give it values:")  # fmt: skip
+        if left_out["wildcard"]:
+            raise GrammarError(f"{source}: every sentence says a wildcard list ({', '.join(left_out['wildcard'])}), "
+                               f"which says anything: give it values:")  # fmt: skip
         raise GrammarError(f"{source}: no sentences")
-    notes += [f"{source}: {n} sentence{'s' if n > 1 else ''} left out for saying {{{name}}}, a wildcard list (anything "
-             f"a person says); give it values: to keep {'them' if n > 1 else 'it'}" for name, n in left_out.items()]  # fmt: skip
-    notes += [f"{source}: {n} sentence{'s' if n > 1 else ''} left out: no value of {{{name}}} has the context "
-              f"{'they require' if n > 1 else 'it requires'} (requires_context; a value's context:)" for name, n in unfit.items()]  # fmt: skip
+    notes += _unsaid_notes(source, left_out, cut)
     said = {t.intent for t in templates}
     if gone := [str(intent) for intent in yaml_mapping(raw.get("intents"), source) if str(intent) not in said]:
         notes.append(f"{source}: no sentence of {', '.join(gone)} is left, so no command says "
                      f"{'them' if len(gone) > 1 else 'it'}")  # fmt: skip
     return Grammar(name, templates, slots, notes=notes)
+
+
+_WILD = "a wildcard list (anything a person says); give it values: to keep"
+
+
+def _unsaid_notes(source: str, left_out: Mapping[str, Mapping[str, int]], cut: Mapping[str, Mapping[str, int]]) -> list[str]:
+    """What the notes say of the sentences left out, or kept without their choices, for a list they cannot say."""
+
+    def sentences(n: int) -> str:
+        return f"{n} sentence{'s' if n > 1 else ''}"
+
+    def unfit(name: str, n: int) -> str:
+        return f"no value of {{{name}}} has the context {'they require' if n > 1 else 'it requires'} (requires_context; a value's context:)"  # fmt: skip
+
+    notes = [f"{source}: {sentences(n)} left out for saying {{{name}}}, {_WILD} {'them' if n > 1 else 'it'}"
+             for name, n in left_out["wildcard"].items()]  # fmt: skip
+    notes += [f"{source}: {sentences(n)} left out: {unfit(name, n)}" for name, n in left_out["unfit"].items()]
+    notes += [f"{source}: {sentences(n)} kept without the choices that say {{{name}}}, {_WILD} them"
+              for name, n in cut["wildcard"].items()]  # fmt: skip
+    notes += [f"{source}: {sentences(n)} kept without the choices that say {{{name}}}: {unfit(name, n)}"
+              for name, n in cut["unfit"].items()]  # fmt: skip
+    return notes
 
 
 def _reported_slots(raw: Any, where: str, notes: list[str]) -> Any:

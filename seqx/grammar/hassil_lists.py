@@ -1,6 +1,6 @@
 """What a HassIL list says: its values (words, `in`/`out`, templates), ranges (`multiplier`,
 `fractions`), and which of them a data block's sentences may say (`requires_context` against each
-value's `context:`); the sentences that say a wildcard list. seqx/grammar/hassil.py reads the files."""
+value's `context:`); the lists a sentence cannot say (wildcards, no value fits). seqx/grammar/hassil.py reads the files."""
 
 from __future__ import annotations
 
@@ -74,28 +74,29 @@ def _joined(want: Any) -> str:
     return "/".join(map(str, want)) if isinstance(want, list) else str(want)  # not "+": glued_name's mark
 
 
-@dataclass(frozen=True)
-class Unfit:
-    list_name: str  # a list of which no value fits the sentence's context
+UNSAID = "unsaid"  # `{unsaid@wildcard@timer_name}`: a list a sentence says that has nothing to say here
 
 
 def lists_named(
     text: str, lists: Mapping[str, Any], slots: dict[str, Slot], where: str, context: Context | None = None
-) -> str | Unfit:
+) -> str:
     """`{list}` and `{list:slot}` as seqx slots (`{list}`, `{slot@list}`), each list's values made a slot;
     with a `context`, only the values that fit it (a list cut so is a slot of its own, `name@domain=light`,
-    reported as `name`). Unfit when a list has no value that fits."""
-    unfit: list[str] = []
+    reported as `name`). A list with nothing to say is marked `{unsaid@wildcard@LIST}` (a wildcard given no
+    values: Home Assistant's timer names, shopping list items; a command model cannot learn "anything") or
+    `{unsaid@unfit@LIST}` (no value fits the context), for the sentence to be said without it."""
 
     def named(m: re.Match) -> str:
         list_name, slot = m.group(1), m.group(2) or m.group(1)
         key = slot if slot == list_name else f"{slot}@{list_name}"
-        written = _written_values(lists.get(list_name))
+        spec = lists.get(list_name)
+        if isinstance(spec, Mapping) and spec.get("wildcard") and not spec.get("values"):
+            return "{" + f"{UNSAID}@wildcard@{list_name}" + "}"
+        written = _written_values(spec)
         fits = context.fits if context is not None and (context.requires or context.excludes) else None
         kept = sum(1 for value in written if fits(value)) if fits is not None else len(written)
         if written and not kept:
-            unfit.append(list_name)
-            return m.group()
+            return "{" + f"{UNSAID}@unfit@{list_name}" + "}"
         cut = kept < len(written)
         if cut:
             key = f"{key}@{context.label()}"  # type: ignore[union-attr]
@@ -103,8 +104,7 @@ def lists_named(
             slots[key] = Slot(key, _values(list_name, lists, where, fits if cut else None))
         return "{" + key + "}"
 
-    named_text = LIST.sub(named, text)
-    return Unfit(unfit[0]) if unfit else named_text
+    return LIST.sub(named, text)
 
 
 def _written_values(spec: Any) -> list[Any]:
@@ -123,7 +123,7 @@ def _values(
                            f"{{area}} at run time): add it under lists: with values:")  # fmt: skip
     if not isinstance(spec, Mapping):
         raise GrammarError(f"{where}: lists: {list_name}: expected values: or range:")
-    if spec.get("wildcard") and not spec.get("values"):  # unreached from a sentence: _wildcards leaves it out
+    if spec.get("wildcard") and not spec.get("values"):  # unreached from a sentence: lists_named marks it
         raise GrammarError(f"lists: {list_name}: a wildcard list says anything; a command model needs its values: "
                            f"give it values:")  # fmt: skip
     if "range" in spec:
@@ -197,16 +197,3 @@ def _ways(expr: Expr, list_name: str) -> list[tuple[str, ...]]:
         if len(ways) > MAX_WAYS:
             raise GrammarError(f"lists: {list_name}: a value says more than {MAX_WAYS} things")
     return [way for way in ways if way]
-
-
-
-def wildcards(text: str, lists: Mapping[str, Any]) -> list[str]:
-    """The wildcard lists (given no values) a sentence says: Home Assistant's timer names, shopping list
-    items, the command a timer runs. A command model cannot learn "anything", so such a sentence is left
-    out (and said so), and the file's other sentences still load."""
-    found = []
-    for m in LIST.finditer(text):
-        spec = lists.get(m.group(1))
-        if isinstance(spec, Mapping) and spec.get("wildcard") and not spec.get("values") and m.group(1) not in found:
-            found.append(m.group(1))
-    return found

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from enum import Enum
 from itertools import permutations
 from typing import Any
 
 from seqx.grammar.errors import GrammarError
+from seqx.grammar.hassil_lists import UNSAID
+from seqx.grammar.syntax import Alt, Expr, Opt, Seq, SlotRef, Word
 
 _RULE = re.compile(r"<([^<>\s]+)>")
 _OPTIONAL_SPACE = re.compile(r"\[\s+\]")  # `{brightness}[ ][%|percent]`: "50%" or "50 %"; words stand apart here
@@ -117,3 +120,47 @@ def _split_top(text: str, separator: str) -> list[str]:
             parts.append(text[begun:i])
             begun = i + 1
     return [*parts, text[begun:]]
+
+
+class Gone(Enum):
+    """What is left of a part without the lists it cannot say."""
+
+    NOTHING = "nothing"  # it says nothing: an optional part, all of whose words are gone
+    NEVER = "never"  # it cannot be said: a part every way of which needs a list that says nothing here
+
+
+def unsaid_lists(expr: Expr) -> list[tuple[str, str]]:
+    """The (why, list) of each `{unsaid@why@list}` an expression says, in order, once each."""
+    found: list[tuple[str, str]] = []
+    if isinstance(expr, SlotRef):
+        return [tuple(expr.name.split("@")[1:3])] if expr.name.startswith(f"{UNSAID}@") else []  # type: ignore[list-item]
+    if isinstance(expr, Word):
+        return []
+    children = expr.items if isinstance(expr, Seq) else expr.options if isinstance(expr, Alt) else (expr.item,)
+    for child in children:
+        found += [pair for pair in unsaid_lists(child) if pair not in found]
+    return found
+
+
+def without_unsaid(expr: Expr) -> Expr | Gone:
+    """The sentence without the choices that say an unsaid list, as HassIL still matches the others:
+    `(<name> | <area>) lights off` with no name to say is `<area> lights off`; `[named {timer_name}]` goes."""
+    if isinstance(expr, Word):
+        return expr
+    if isinstance(expr, SlotRef):
+        return Gone.NEVER if expr.name.startswith(f"{UNSAID}@") else expr
+    if isinstance(expr, Opt):
+        inner = without_unsaid(expr.item)
+        return Gone.NOTHING if isinstance(inner, Gone) else Opt(inner)
+    if isinstance(expr, Alt):
+        options = [without_unsaid(option) for option in expr.options]
+        kept = [option for option in options if not isinstance(option, Gone)]
+        if not kept:
+            return Gone.NOTHING if Gone.NOTHING in options else Gone.NEVER
+        body = kept[0] if len(kept) == 1 else Alt(tuple(kept))
+        return Opt(body) if Gone.NOTHING in options else body
+    items = [without_unsaid(item) for item in expr.items]
+    if Gone.NEVER in items:
+        return Gone.NEVER
+    kept = [item for item in items if not isinstance(item, Gone)]
+    return Gone.NOTHING if not kept else kept[0] if len(kept) == 1 else Seq(tuple(kept))
