@@ -568,6 +568,26 @@ lists:
     ]
 
 
+def test_home_assistant_rules_in_a_list_value(tmp_path: Path) -> None:
+    """A list value written with an expansion rule (`in: "[<the>] lamp"`) says what the rule says, as HassIL
+    matches it; it was the word "<the>" before 2026-12-02. A rule the file lacks is an error that says so."""
+    path = tmp_path / "ha.yaml"
+    path.write_text("""language: en
+intents:
+  HassTurnOn: {data: [{sentences: ["turn on {name}"]}]}
+lists:
+  name: {values: [{in: "[<the>] lamp", out: light.lamp}, fan]}
+expansion_rules: {the: "(the | my)"}
+""")
+    grammar = grammar_from_file(path)
+    for said in ("turn on the lamp", "turn on my lamp", "turn on lamp"):
+        assert grammar.parse(said).slots == {"name": "light.lamp"}, said
+    assert not grammar.accepts("turn on <the> lamp") and grammar.count() == 4
+    path.write_text(path.read_text().replace("{the:", "{a:"))
+    with pytest.raises(GrammarError, match=re.escape(f"{path}: lists: name: unknown expansion rule <the>")):
+        grammar_from_file(path)
+
+
 def test_home_assistant_slots_for_the_response_are_left_out_and_said(tmp_path: Path) -> None:
     """A block's fixed slot given as a mapping (`alternate_state: {idle: not playing}`, which Home Assistant's
     media_player_HassGetState gives its response) is no value a command reports: left out of the slots and

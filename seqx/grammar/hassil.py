@@ -40,7 +40,7 @@ from typing import Any
 
 from seqx.grammar.errors import GrammarError, yaml_mapping
 from seqx.grammar.hassil_lists import TEMPLATE_SYNTAX, Context, copied_slots, lists_named
-from seqx.grammar.hassil_syntax import Gone, seqx_text, unsaid_lists, without_unsaid
+from seqx.grammar.hassil_syntax import RULE, Gone, seqx_text, unsaid_lists, without_unsaid
 from seqx.grammar.model import Grammar, Slot, Template, fixed_slots
 from seqx.grammar.syntax import parse_template, render
 
@@ -113,7 +113,8 @@ def _joined(old: Any, new: Any) -> Any:
 
 def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str, origins: Origins | None = None) -> Grammar:
     rules = yaml_mapping(raw.get("expansion_rules"), f"{source}: expansion_rules")
-    lists = yaml_mapping(raw.get("lists"), f"{source}: lists")
+    lists = {name: _rules_in_values(spec, rules, f"{source}: lists: {name}")
+             for name, spec in yaml_mapping(raw.get("lists"), f"{source}: lists").items()}  # fmt: skip
     skip = _skip_words(raw, source)
     slots: dict[str, Slot] = {}
     templates: list[Template] = []
@@ -185,6 +186,20 @@ def _unsaid_notes(source: str, left_out: Mapping[str, Mapping[str, int]], cut: M
     notes += [f"{source}: {sentences(n)} kept without the choices that say {{{name}}}: {unfit(name, n)}"
               for name, n in cut["unfit"].items()]  # fmt: skip
     return notes
+
+
+def _rules_in_values(spec: Any, rules: Mapping[str, Any], where: str) -> Any:
+    """A list whose values' `in` refer to expansion rules (`in: "[<the>] lamp"`) with the rules expanded, as HassIL
+    matches them (they were the words "<the> lamp")."""
+    values = spec.get("values") if isinstance(spec, Mapping) else None
+    if not isinstance(values, list):
+        return spec
+
+    def expanded(said: Any) -> Any:
+        return seqx_text(said, rules, where) if isinstance(said, str) and RULE.search(said) else said
+
+    values = [{**v, "in": expanded(v.get("in"))} if isinstance(v, Mapping) else expanded(v) for v in values]
+    return {**spec, "values": values}
 
 
 def _reported_slots(raw: Any, where: str, notes: list[str]) -> Any:

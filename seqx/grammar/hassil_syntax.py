@@ -15,11 +15,11 @@ from seqx.grammar.errors import GrammarError
 from seqx.grammar.hassil_lists import UNSAID
 from seqx.grammar.syntax import Alt, Expr, Opt, Seq, SlotRef, Word
 
-_RULE = re.compile(r"<([^<>\s]+)>")
+RULE = re.compile(r"<([^<>\s]+)>")
 _OPTIONAL_SPACE = re.compile(r"\[\s+\]")  # `{brightness}[ ][%|percent]`: "50%" or "50 %"; words stand apart here
 # `[and]{minutes}`: HassIL matches "and 5" (spaces around a list are loose there), not one word "and5"
 _BRACKET_THEN_LIST = re.compile(r"\]\{")
-MAX_RULE_DEPTH = 20
+MAXRULE_DEPTH = 20
 
 
 def seqx_text(sentence: str, rules: Mapping[str, Any], where: str) -> str:
@@ -30,7 +30,7 @@ def seqx_text(sentence: str, rules: Mapping[str, Any], where: str) -> str:
 
 def _expanded(text: str, rules: Mapping[str, Any], where: str, depth: int = 0) -> str:
     """`<rule>` replaced by its template in brackets, rules within rules too."""
-    if depth > MAX_RULE_DEPTH:
+    if depth > MAXRULE_DEPTH:
         raise GrammarError(f"{where}: expansion rules refer to each other in a circle ('{text}')")
 
     def rule(m: re.Match) -> str:
@@ -38,7 +38,7 @@ def _expanded(text: str, rules: Mapping[str, Any], where: str, depth: int = 0) -
             raise GrammarError(f"{where}: unknown expansion rule <{m.group(1)}> (add it under expansion_rules:)")
         return f"({_expanded(str(rules[m.group(1)]), rules, where, depth + 1)})"
 
-    return _RULE.sub(rule, text)
+    return RULE.sub(rule, text)
 
 
 def _apart(text: str) -> str:
