@@ -588,6 +588,30 @@ expansion_rules: {the: "(the | my)"}
         grammar_from_file(path)
 
 
+def test_home_assistant_a_data_blocks_own_lists(tmp_path: Path) -> None:
+    """A data block's own `lists:` (HassIL reads them: lists of that block alone) say their values in its
+    sentences only, before the file's list of the same name; a fault in one names the block. They were
+    ignored before 2026-12-02: the file's list was said in their place."""
+    path = tmp_path / "ha.yaml"
+    path.write_text("""language: en
+intents:
+  HassLightSet:
+    data:
+      - sentences: ["set [the] lights to {level}"]
+        lists: {level: {values: [{in: bright, out: 100}, {in: dim, out: 10}]}}
+      - sentences: ["set [the] fan to {level}"]
+lists:
+  level: {range: {from: 1, to: 3}}
+""")
+    grammar = grammar_from_file(path)
+    assert grammar.parse("set the lights to bright").slots == {"level": 100}
+    assert grammar.parse("set the fan to 2").slots == {"level": 2}
+    assert not grammar.accepts("set the lights to 2") and not grammar.accepts("set the fan to dim")
+    path.write_text(path.read_text().replace("{in: dim, out: 10}", "{in: ' ', out: 10}"))
+    with pytest.raises(GrammarError, match=re.escape(f"{path}: intents: HassLightSet: data 1: lists: level: a value says nothing")):
+        grammar_from_file(path)
+
+
 def test_home_assistant_slots_for_the_response_are_left_out_and_said(tmp_path: Path) -> None:
     """A block's fixed slot given as a mapping (`alternate_state: {idle: not playing}`, which Home Assistant's
     media_player_HassGetState gives its response) is no value a command reports: left out of the slots and

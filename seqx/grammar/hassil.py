@@ -128,6 +128,10 @@ def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str, origins: O
             if not isinstance(block, Mapping) or not isinstance(block.get("sentences"), list):
                 raise GrammarError(f"{where}: expected sentences: a list of templates")
             local = {**rules, **yaml_mapping(block.get("expansion_rules"), f"{where}: expansion_rules")}
+            # the block's own lists (HassIL's data-block `lists:`) before the file's, each a slot of its own
+            own_lists = {name: _rules_in_values(spec, local, f"{where}: lists: {name}")
+                         for name, spec in yaml_mapping(block.get("lists"), f"{where}: lists").items()}  # fmt: skip
+            mark = re.sub(r"[\s{}()\[\]|@]", "_", f"{intent}-{number}")
             requires = yaml_mapping(block.get("requires_context"), f"{where}: requires_context")
             context = Context.of(requires, yaml_mapping(block.get("excludes_context"), f"{where}: excludes_context"))
             own = _reported_slots(block.get("slots"), where, notes)
@@ -136,12 +140,14 @@ def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str, origins: O
             for sentence in block["sentences"]:
                 text = seqx_text(str(sentence), local, where)
                 try:
-                    named = lists_named(text, lists, slots, where, context)
-                except GrammarError as e:  # a list's own fault: name the file that wrote it
+                    local_lists = dict.fromkeys(own_lists, mark)
+                    named = lists_named(text, {**lists, **own_lists}, slots, where, context, local_lists)
+                except GrammarError as e:  # a list's own fault: name the file (or block) that wrote it
                     listed = re.match(r"lists: ([^:]+):", str(e))
                     if not listed:
                         raise
-                    raise GrammarError(f"{origins.lists.get(listed[1], source) if origins else source}: {e}") from None
+                    file = origins.lists.get(listed[1], source) if origins else source
+                    raise GrammarError(f"{where if listed[1] in own_lists else file}: {e}") from None
                 if unsaid := unsaid_lists(expr := parse_template(named, f"{where}: '{sentence}'")):
                     kept = without_unsaid(expr)
                     for why, list_name in unsaid[:1] if isinstance(kept, Gone) else unsaid:

@@ -78,17 +78,25 @@ UNSAID = "unsaid"  # `{unsaid@wildcard@timer_name}`: a list a sentence says that
 
 
 def lists_named(
-    text: str, lists: Mapping[str, Any], slots: dict[str, Slot], where: str, context: Context | None = None
+    text: str,
+    lists: Mapping[str, Any],
+    slots: dict[str, Slot],
+    where: str,
+    context: Context | None = None,
+    local: Mapping[str, str] | None = None,
 ) -> str:
     """`{list}` and `{list:slot}` as seqx slots (`{list}`, `{slot@list}`), each list's values made a slot;
     with a `context`, only the values that fit it (a list cut so is a slot of its own, `name@domain=light`,
     reported as `name`). A list with nothing to say is marked `{unsaid@wildcard@LIST}` (a wildcard given no
     values: Home Assistant's timer names, shopping list items; a command model cannot learn "anything") or
-    `{unsaid@unfit@LIST}` (no value fits the context), for the sentence to be said without it."""
+    `{unsaid@unfit@LIST}` (no value fits the context), for the sentence to be said without it. A data block's
+    own list (`local`: list -> the block's mark) is a slot of its own too, `level@HassLightSet-2`."""
 
     def named(m: re.Match) -> str:
         list_name, slot = m.group(1), m.group(2) or m.group(1)
         key = slot if slot == list_name else f"{slot}@{list_name}"
+        if local and list_name in local:
+            key = f"{key}@{local[list_name]}"
         spec = lists.get(list_name)
         if isinstance(spec, Mapping) and spec.get("wildcard") and not spec.get("values"):
             return "{" + f"{UNSAID}@wildcard@{list_name}" + "}"
