@@ -612,6 +612,27 @@ lists:
         grammar_from_file(path)
 
 
+def test_home_assistant_a_data_block_key_not_known_is_said(tmp_path: Path) -> None:
+    """A data block's key HassIL does not read (`requires_contxt`, a typo) is said in the notes, not silently
+    dropped (every name was said, as if there were no context, before 2026-12-02); `response`, `metadata` and
+    `required_keywords` are read and change nothing."""
+    path = tmp_path / "ha.yaml"
+    path.write_text("""language: en
+intents:
+  HassTurnOn:
+    data:
+      - sentences: ["turn on lamp"]
+        requires_contxt: {domain: light}
+        response: default
+        metadata: {x: 1}
+        required_keywords: [lamp]
+""")
+    assert grammar_from_file(path).notes == [
+        f"{path}: intents: HassTurnOn: data 1: requires_contxt: not a key of a HassIL data block (sentences, slots, "
+        "requires_context, excludes_context, expansion_rules, lists, response, metadata, required_keywords): ignored"
+    ]
+
+
 def test_home_assistant_slots_for_the_response_are_left_out_and_said(tmp_path: Path) -> None:
     """A block's fixed slot given as a mapping (`alternate_state: {idle: not playing}`, which Home Assistant's
     media_player_HassGetState gives its response) is no value a command reports: left out of the slots and

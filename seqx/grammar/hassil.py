@@ -45,6 +45,10 @@ from seqx.grammar.model import Grammar, Slot, Template, fixed_slots
 from seqx.grammar.syntax import parse_template, render
 
 HASSIL_KEYS = {"language", "intents", "lists", "expansion_rules", "skip_words", "responses"}
+# a data block's keys as HassIL reads them; `response`, `metadata` and `required_keywords` (a matcher's
+# shortcut: every sentence of a block that has them says one) change nothing a command says
+BLOCK_KEYS = ("sentences", "slots", "requires_context", "excludes_context", "expansion_rules", "lists", "response",
+              "metadata", "required_keywords")  # fmt: skip
 
 
 def is_hassil(raw: Mapping[str, Any]) -> bool:
@@ -127,6 +131,9 @@ def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str, origins: O
             where = origins.blocks[intent][number - 1] if origins else f"{source}: intents: {intent}: data {number}"
             if not isinstance(block, Mapping) or not isinstance(block.get("sentences"), list):
                 raise GrammarError(f"{where}: expected sentences: a list of templates")
+            if unknown := [str(key) for key in block if key not in BLOCK_KEYS]:
+                notes.append(f"{where}: {', '.join(unknown)}: not a key of a HassIL data block ({', '.join(BLOCK_KEYS)}): "
+                             f"ignored")  # fmt: skip
             local = {**rules, **yaml_mapping(block.get("expansion_rules"), f"{where}: expansion_rules")}
             # the block's own lists (HassIL's data-block `lists:`) before the file's, each a slot of its own
             own_lists = {name: _rules_in_values(spec, local, f"{where}: lists: {name}")
