@@ -21,20 +21,22 @@ against letters (`light[s]`) are one word, as in seqx.
 A list value's `in` may be a template (`(max | maximum)`: each way it says is a value with that `out`).
 A list Home Assistant fills at run time (`{name}`, `{area}` with no `lists:` entry) has no values to
 train on: an error says to give it `values:`. A sentence saying a `wildcard` list (without values) is
-left out (only its choices that say it, when it has others), and the grammar's `notes` say so; `[ ]` is an optional space, `[and]{list}` two words.
+left out (only its choices that say it, when it has others), and the grammar's `notes` say so; `[ ]` is
+an optional space, `[and]{list}` two words (seqx/grammar/hassil_syntax.py reads HassIL's spaces).
 `skip_words` ("please", "can you") may come before a sentence (one or two) or after it (in a fifth
 and a tenth as many training sentences as it alone). A data block's fixed `slots:` are reported with
 what its sentences say (a slot said keeps what was said): "turn on the fans in the kitchen" is
 HassTurnOn {area: kitchen, domain: fan, name: all}, as Home Assistant answers it. `requires_context`
 and `excludes_context` pick the list values a block's sentences say by each value's `context:` (as
-Home Assistant matches an entity's domain); `response` is read and ignored.
+Home Assistant matches an entity's domain); a block's own `lists:` and `expansion_rules:` come before
+the file's; `response` is read and ignored. A folder is merged as HassIL merges a language's files.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -119,64 +121,79 @@ def hassil_to_grammar(raw: Mapping[str, Any], source: str, name: str, origins: O
     rules = yaml_mapping(raw.get("expansion_rules"), f"{source}: expansion_rules")
     lists = {name: _rules_in_values(spec, rules, f"{source}: lists: {name}")
              for name, spec in yaml_mapping(raw.get("lists"), f"{source}: lists").items()}  # fmt: skip
-    skip = _skip_words(raw, source)
-    slots: dict[str, Slot] = {}
+    reading = _Reading(source, rules, lists, _skip_words(raw, source), origins)
     templates: list[Template] = []
-    notes: list[str] = []
-    # why ("wildcard", or "unfit": no value fits the context) -> list -> sentences left out, or cut, for it
-    left_out: dict[str, dict[str, int]] = {"wildcard": {}, "unfit": {}}
-    cut: dict[str, dict[str, int]] = {"wildcard": {}, "unfit": {}}
     for intent, spec in yaml_mapping(raw.get("intents"), f"{source}: intents").items():
         for number, block in enumerate(_data_blocks(spec, f"{source}: intents: {intent}"), 1):
-            where = origins.blocks[intent][number - 1] if origins else f"{source}: intents: {intent}: data {number}"
-            if not isinstance(block, Mapping) or not isinstance(block.get("sentences"), list):
-                raise GrammarError(f"{where}: expected sentences: a list of templates")
-            if unknown := [str(key) for key in block if key not in BLOCK_KEYS]:
-                notes.append(f"{where}: {', '.join(unknown)}: not a key of a HassIL data block ({', '.join(BLOCK_KEYS)}): "
-                             f"ignored")  # fmt: skip
-            local = {**rules, **yaml_mapping(block.get("expansion_rules"), f"{where}: expansion_rules")}
-            # the block's own lists (HassIL's data-block `lists:`) before the file's, each a slot of its own
-            own_lists = {name: _rules_in_values(spec, local, f"{where}: lists: {name}")
-                         for name, spec in yaml_mapping(block.get("lists"), f"{where}: lists").items()}  # fmt: skip
-            mark = re.sub(r"[\s{}()\[\]|@]", "_", f"{intent}-{number}")
-            requires = yaml_mapping(block.get("requires_context"), f"{where}: requires_context")
-            context = Context.of(requires, yaml_mapping(block.get("excludes_context"), f"{where}: excludes_context"))
-            own = _reported_slots(block.get("slots"), where, notes)
-            own = {**copied_slots(requires), **(own or {})} if isinstance(own, Mapping) or own is None else own
-            fixed = fixed_slots(own or None, where)
-            for sentence in block["sentences"]:
-                text = seqx_text(str(sentence), local, where)
-                try:
-                    local_lists = dict.fromkeys(own_lists, mark)
-                    named = lists_named(text, {**lists, **own_lists}, slots, where, context, local_lists)
-                except GrammarError as e:  # a list's own fault: name the file (or block) that wrote it
-                    listed = re.match(r"lists: ([^:]+):", str(e))
-                    if not listed:
-                        raise
-                    file = origins.lists.get(listed[1], source) if origins else source
-                    raise GrammarError(f"{where if listed[1] in own_lists else file}: {e}") from None
-                if unsaid := unsaid_lists(expr := parse_template(named, f"{where}: '{sentence}'")):
-                    kept = without_unsaid(expr)
-                    for why, list_name in unsaid[:1] if isinstance(kept, Gone) else unsaid:
-                        tally = (left_out if isinstance(kept, Gone) else cut)[why]
-                        tally[list_name] = tally.get(list_name, 0) + 1
-                    if isinstance(kept, Gone):
-                        continue
-                    named = render(kept)
-                for said, weight in _with_skip_words(named, skip):
-                    expr = parse_template(said, f"{where}: '{sentence}'")
-                    templates.append(Template(str(intent), said, expr, weight, fixed))
+            templates += reading.block(str(intent), number, block)
     if not templates:
-        if left_out["wildcard"]:
-            raise GrammarError(f"{source}: every sentence says a wildcard list ({', '.join(left_out['wildcard'])}), "
-                               f"which says anything: give it values:")  # fmt: skip
+        if reading.left_out["wildcard"]:
+            raise GrammarError(f"{source}: every sentence says a wildcard list ({', '.join(reading.left_out['wildcard'])}"
+                               f"), which says anything: give it values:")  # fmt: skip
         raise GrammarError(f"{source}: no sentences")
-    notes += _unsaid_notes(source, left_out, cut)
+    notes = reading.notes + _unsaid_notes(source, reading.left_out, reading.cut)
     said = {t.intent for t in templates}
     if gone := [str(intent) for intent in yaml_mapping(raw.get("intents"), source) if str(intent) not in said]:
         notes.append(f"{source}: no sentence of {', '.join(gone)} is left, so no command says "
                      f"{'them' if len(gone) > 1 else 'it'}")  # fmt: skip
-    return Grammar(name, templates, slots, notes=notes)
+    return Grammar(name, templates, reading.slots, notes=notes)
+
+
+@dataclass
+class _Reading:
+    """One file's (or folder's) lists, rules and skip words, and what reading its data blocks has made: the
+    slots, the notes, and the sentences left out, or cut to their other choices, for a list they cannot say
+    (why: "wildcard", or "unfit": no value fits the context -> list -> sentences)."""
+
+    source: str
+    rules: Mapping[str, Any]
+    lists: Mapping[str, Any]
+    skip: list[Any]
+    origins: Origins | None
+    slots: dict[str, Slot] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    left_out: dict[str, dict[str, int]] = field(default_factory=lambda: {"wildcard": {}, "unfit": {}})
+    cut: dict[str, dict[str, int]] = field(default_factory=lambda: {"wildcard": {}, "unfit": {}})
+
+    def block(self, intent: str, number: int, block: Any) -> list[Template]:
+        """The templates of an intent's data block `number`."""
+        where = self.origins.blocks[intent][number - 1] if self.origins else f"{self.source}: intents: {intent}: data {number}"
+        if not isinstance(block, Mapping) or not isinstance(block.get("sentences"), list):
+            raise GrammarError(f"{where}: expected sentences: a list of templates")
+        if unknown := [str(key) for key in block if key not in BLOCK_KEYS]:
+            self.notes.append(f"{where}: {', '.join(unknown)}: not a key of a HassIL data block "
+                              f"({', '.join(BLOCK_KEYS)}): ignored")  # fmt: skip
+        rules = {**self.rules, **yaml_mapping(block.get("expansion_rules"), f"{where}: expansion_rules")}
+        # the block's own lists (HassIL's data-block `lists:`) before the file's, each a slot of its own
+        own_lists = {name: _rules_in_values(spec, rules, f"{where}: lists: {name}")
+                     for name, spec in yaml_mapping(block.get("lists"), f"{where}: lists").items()}  # fmt: skip
+        local = dict.fromkeys(own_lists, re.sub(r"[\s{}()\[\]|@]", "_", f"{intent}-{number}"))
+        requires = yaml_mapping(block.get("requires_context"), f"{where}: requires_context")
+        context = Context.of(requires, yaml_mapping(block.get("excludes_context"), f"{where}: excludes_context"))
+        own = _reported_slots(block.get("slots"), where, self.notes)
+        fixed = fixed_slots({**copied_slots(requires), **own} if isinstance(own, Mapping) else own, where)
+        templates = []
+        for sentence in block["sentences"]:
+            try:
+                named = lists_named(seqx_text(str(sentence), rules, where), {**self.lists, **own_lists}, self.slots,
+                                    where, context, local)  # fmt: skip
+            except GrammarError as e:  # a list's own fault: name the file (or block) that wrote it
+                listed = re.match(r"lists: ([^:]+):", str(e))
+                if not listed:
+                    raise
+                file = self.origins.lists.get(listed[1], self.source) if self.origins else self.source
+                raise GrammarError(f"{where if listed[1] in own_lists else file}: {e}") from None
+            if unsaid := unsaid_lists(expr := parse_template(named, f"{where}: '{sentence}'")):
+                kept = without_unsaid(expr)
+                for why, list_name in unsaid[:1] if isinstance(kept, Gone) else unsaid:
+                    tally = (self.left_out if isinstance(kept, Gone) else self.cut)[why]
+                    tally[list_name] = tally.get(list_name, 0) + 1
+                if isinstance(kept, Gone):
+                    continue
+                named = render(kept)
+            for said, weight in _with_skip_words(named, self.skip):
+                templates.append(Template(intent, said, parse_template(said, f"{where}: '{sentence}'"), weight, fixed))
+        return templates
 
 
 _WILD = "a wildcard list (anything a person says); give it values: to keep"
@@ -218,6 +235,8 @@ def _rules_in_values(spec: Any, rules: Mapping[str, Any], where: str) -> Any:
 def _reported_slots(raw: Any, where: str, notes: list[str]) -> Any:
     """A block's fixed `slots:` but those given as a mapping (`alternate_state: {idle: not playing}`), which
     only Home Assistant's response template reads: not a value a command reports, so left out, and said."""
+    if raw is None:
+        return {}
     if not isinstance(raw, Mapping):
         return raw  # fixed_slots names what is wrong
     for slot in [slot for slot, value in raw.items() if isinstance(value, Mapping)]:
