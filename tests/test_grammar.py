@@ -633,6 +633,22 @@ intents:
     ]
 
 
+def test_home_assistant_a_group_with_an_empty_choice_is_optional(tmp_path: Path) -> None:
+    """HassIL's `(on|)` and `light(s|)`: a group with an empty choice may be left out, as `[on]` and `light[s]`;
+    it was an error ("empty alternative") before 2026-12-02."""
+    path = tmp_path / "ha.yaml"
+    path.write_text("""language: en
+intents:
+  HassTurnOn: {data: [{sentences: ["turn (on|) the light(s|) [in (the|) {area}]"]}]}
+lists:
+  area: {values: [kitchen]}
+""")
+    grammar = grammar_from_file(path)
+    for said in ("turn on the lights", "turn the light", "turn the lights in kitchen", "turn on the light in the kitchen"):
+        assert grammar.accepts(said), said
+    assert grammar.count() == 2 * 2 * 3 and not grammar.accepts("turn the light s")
+
+
 def test_home_assistant_slots_for_the_response_are_left_out_and_said(tmp_path: Path) -> None:
     """A block's fixed slot given as a mapping (`alternate_state: {idle: not playing}`, which Home Assistant's
     media_player_HassGetState gives its response) is no value a command reports: left out of the slots and

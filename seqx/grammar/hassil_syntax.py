@@ -25,7 +25,29 @@ MAXRULE_DEPTH = 20
 def seqx_text(sentence: str, rules: Mapping[str, Any], where: str) -> str:
     """A HassIL sentence (or rule) as seqx template text, `rules` its expansion rules."""
     text = _expanded(sentence, rules, where)
-    return _permuted(_apart(_BRACKET_THEN_LIST.sub("] {", _OPTIONAL_SPACE.sub(" ", text))), where)
+    return _permuted(_apart(_optional_if_empty(_BRACKET_THEN_LIST.sub("] {", _OPTIONAL_SPACE.sub(" ", text)))), where)
+
+
+def _optional_if_empty(text: str) -> str:
+    """A group with an empty choice is optional, as HassIL matches it: `(on|)` is `[on]`, `light(s|)` is
+    `light[s]` (seqx's syntax has no empty choice: it was an error)."""
+    if "|" not in text:
+        return text
+    out, i = [], 0
+    while i < len(text):
+        end = _closing(text, i) if text[i] in "([" else -1
+        if end < 0:  # not a group, or unbalanced (parse_template names it)
+            out.append(text[i])
+            i += 1
+            continue
+        choices = _split_top(_optional_if_empty(text[i + 1 : end]), "|")
+        said = [choice for choice in choices if choice.strip()]
+        if said and len(said) < len(choices):
+            out.append("[" + "|".join(said) + "]")
+        else:
+            out.append(text[i] + "|".join(choices) + text[end])
+        i = end + 1
+    return "".join(out)
 
 
 def _expanded(text: str, rules: Mapping[str, Any], where: str, depth: int = 0) -> str:
