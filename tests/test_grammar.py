@@ -497,6 +497,13 @@ def test_home_assistant_folder_errors_name_the_file(tmp_path: Path) -> None:
     with pytest.raises(GrammarError, match=re.escape(f"{folder / 'b.yaml'}: intents: HassTurnOn: data 1: expected")):
         grammar_from_file(folder)
     (folder / "b.yaml").unlink()
+    # the intents repository's per-intent folders (HassTurnOn/name_only.yaml: `sentences:` of one intent) are
+    # not HassIL's files: said so (it was "not Home Assistant's intent sentences")
+    (folder / "HassTurnOn").mkdir()
+    (folder / "HassTurnOn" / "name_only.yaml").write_text("language: en\nsentences: ['turn on {level}']\nresponse: default\n")
+    with pytest.raises(GrammarError, match=re.escape(f"{folder / 'HassTurnOn' / 'name_only.yaml'}: one intent's sentences without")):
+        grammar_from_file(folder)
+    (folder / "HassTurnOn" / "name_only.yaml").unlink()
     (folder / "_common.yaml").write_text(common.replace("from: 1, to: 10", "from: 10, to: 1"))
     with pytest.raises(GrammarError, match=re.escape(f"{folder / '_common.yaml'}: lists: level: range: from 10 to 1")):
         grammar_from_file(folder)

@@ -79,6 +79,10 @@ def hassil_folder(folder: Path) -> Grammar:
     origins = Origins({}, {})
     for path in files:
         raw = yaml_or_nothing(path)
+        if isinstance(raw, Mapping) and "intents" not in raw and {"sentences", "data"} & set(raw):
+            raise GrammarError(f"{path}: one intent's sentences without `intents:` (the intents repository's "
+                               f"per-intent folders, {path.parent.name}/), which HassIL does not read: move it out "
+                               f"of the folder")  # fmt: skip
         if not isinstance(raw, Mapping) or not set(raw) <= HASSIL_KEYS:
             raise GrammarError(f"{path}: not Home Assistant's intent sentences (language, intents, lists, "
                                f"expansion_rules, skip_words)")  # fmt: skip
