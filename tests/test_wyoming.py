@@ -79,3 +79,20 @@ def test_bad_audio_is_told_and_skipped_and_silence_or_too_long_is_not_understood
     assert too_long[0][1]["reason"] == "too long" and decoded == [1600]  # not decoded at all
     assert connection.handle(WyomingEvent("synthesize", {"text": "hi"})) == []  # another service's event: skipped
     assert connection.handle(WyomingEvent("ping", {"text": "x"})) == [("pong", {"text": "x"})]
+
+
+def test_a_decoder_failure_is_one_utterance_not_understood_and_the_next_is_answered() -> None:
+    calls: list[int] = []
+
+    def decode(waves: list[np.ndarray]) -> list:
+        calls.append(waves[0].size)
+        if len(calls) == 1:
+            raise RuntimeError("out of memory")
+        return [SimpleNamespace(text="lights on", understood=True, intent=None, confidence=0.9)]
+
+    connection = Connection(Service("m", decode))
+    mono = {"rate": 16000, "width": 2, "channels": 1}
+    (failed,) = _utterance(connection, mono, [b"\1\0" * 1600])
+    assert failed[1]["text"] == "" and failed[1]["error"] == "RuntimeError: out of memory"
+    (answered,) = _utterance(connection, mono, [b"\1\0" * 1600])
+    assert answered[1]["text"] == "lights on" and calls == [1600, 1600]

@@ -119,7 +119,10 @@ class Connection:
         elif not self.audio or self.seconds == 0:
             said = {"text": "", "understood": False, "reason": "no audio"}
         else:
-            said = _answer(self.service.decode([_at_model_rate(np.concatenate(self.audio), self.rate)])[0])
+            try:
+                said = _answer(self.service.decode([_at_model_rate(np.concatenate(self.audio), self.rate)])[0])
+            except Exception as err:  # noqa: BLE001 (one utterance's failure is told; the server and connection go on)
+                said = {"text": "", "understood": False, "reason": "error", "error": f"{type(err).__name__}: {err}"}
             said["seconds"] = round(self.seconds, 3)
         if self.language:
             said["language"] = self.language
