@@ -694,6 +694,22 @@ lists:
     assert not grammar.accepts("set light s to 50")
 
 
+def test_home_assistant_an_optional_space_in_a_list_value(tmp_path: Path) -> None:
+    """_common.yaml's `color_temperature_names` says `day[ ]light`: "day light", reported as written; the whole
+    folder was an error ("empty optional") before 2026-12-03."""
+    path = tmp_path / "ha.yaml"
+    path.write_text("""language: en
+intents:
+  HassLightSet:
+    data: [{sentences: ["set [the] lights to {color_temperature}"]}]
+lists:
+  color_temperature: {values: [{in: "day[ ]light", out: 6500}, {in: "(cold|cool) white", out: 4000}]}
+""")
+    grammar = grammar_from_file(path)
+    assert grammar.parse("set the lights to day light").slots == {"color_temperature": 6500}
+    assert grammar.parse("set lights to cool white").slots == {"color_temperature": 4000}
+
+
 def test_fixed_slots_are_reported_with_what_is_said(tmp_path: Path) -> None:
     """Slots a template reports without saying them: "the fans" and "the lights" in a room are one
     intent (Home Assistant's HassTurnOn) told apart by the domain its data block fixes; a slot said

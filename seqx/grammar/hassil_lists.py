@@ -14,6 +14,8 @@ from seqx.grammar.model import Output, Slot, SlotValue
 from seqx.grammar.syntax import Alt, Expr, Opt, SlotRef, Word, parse_template
 
 TEMPLATE_SYNTAX = re.compile(r"[()\[\]|{}<>]")
+# `{brightness}[ ][%|percent]`, `day[ ]light`: "50%" or "50 %"; words stand apart here (one sound either way)
+OPTIONAL_SPACE = re.compile(r"\[\s+\]")
 LIST = re.compile(r"\{\s*([^{}:\s]+)\s*(?::\s*([^{}\s]+)\s*)?\}")
 MAX_WAYS = 1000  # ways one list value may say itself
 
@@ -182,10 +184,11 @@ def _value(value: Any, list_name: str) -> list[SlotValue]:
     if said is None or not str(said).split():
         raise GrammarError(f"lists: {list_name}: a value says nothing ({value!r})")
     output: Output = out if isinstance(out, str | int | float | bool) else str(out)
-    if not TEMPLATE_SYNTAX.search(str(said)):
+    said = OPTIONAL_SPACE.sub(" ", str(said))  # `day[ ]light` (_common.yaml) was an error, "empty optional"
+    if not TEMPLATE_SYNTAX.search(said):
         words = tuple(str(said).split())
         return [SlotValue(words, " ".join(words) if output == said and isinstance(output, str) else output)]
-    ways = _ways(parse_template(str(said), f"lists: {list_name}: '{said}'"), list_name)
+    ways = _ways(parse_template(said, f"lists: {list_name}: '{said}'"), list_name)
     return [SlotValue(words, output if output != said else " ".join(words)) for words in ways]
 
 

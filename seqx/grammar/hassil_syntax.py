@@ -12,11 +12,10 @@ from itertools import permutations
 from typing import Any
 
 from seqx.grammar.errors import GrammarError
-from seqx.grammar.hassil_lists import UNSAID
+from seqx.grammar.hassil_lists import OPTIONAL_SPACE, UNSAID
 from seqx.grammar.syntax import Alt, Expr, Opt, Seq, SlotRef, Word
 
 RULE = re.compile(r"<([^<>\s]+)>")
-_OPTIONAL_SPACE = re.compile(r"\[\s+\]")  # `{brightness}[ ][%|percent]`: "50%" or "50 %"; words stand apart here
 # `[and]{minutes}`: HassIL matches "and 5" (spaces around a list are loose there), not one word "and5"
 _BRACKET_THEN_LIST = re.compile(r"\]\{")
 MAXRULE_DEPTH = 20
@@ -25,7 +24,7 @@ MAXRULE_DEPTH = 20
 def seqx_text(sentence: str, rules: Mapping[str, Any], where: str) -> str:
     """A HassIL sentence (or rule) as seqx template text, `rules` its expansion rules."""
     text = _expanded(sentence, rules, where)
-    return _permuted(_apart(_optional_if_empty(_BRACKET_THEN_LIST.sub("] {", _OPTIONAL_SPACE.sub(" ", text)))), where)
+    return _permuted(_apart(_optional_if_empty(_BRACKET_THEN_LIST.sub("] {", OPTIONAL_SPACE.sub(" ", text)))), where)
 
 
 def _optional_if_empty(text: str) -> str:
