@@ -132,12 +132,15 @@ def test_a_brands_first_letter_is_told_apart() -> None:
     assert engines.text_changes(["open", "iTunes"]) == engines.TOLD_PREFIX_LETTERS > engines.TOLD_SHORT_FORMS
     # said digit by digit, or long after a number, since: a corpus that said "five hundred fifty five to twelve
     # thirty four" or "twenty min" is made again
-    for words in (["call", "555-1234"], ["agent", "007"], ["Symphony", "No.", "5"], ["½", "cup"]):
+    for words in (["call", "555-1234"], ["agent", "007"], ["Symphony", "No.", "5"]):
         assert engines.text_changes(words) == engines.TOLD_DIGITS_AND_UNITS > engines.TOLD_PREFIX_LETTERS
     # a measure before a noun names its size ("a twelve ounce latte"), "1/2 lb" is "half pound", since: a corpus
     # of a grammar that writes one is made again; the letter L is no measure (the letters' corpora stay)
-    for words in (["20", "min"], ["12", "oz"], ["12oz", "latte"], ["1/2", "lb"], ["5", "kg", "bag"]):
+    for words in (["20", "min"], ["12", "oz"], ["12oz", "latte"], ["5", "kg", "bag"]):
         assert engines.text_changes(words) == engines.TOLD_MEASURES > engines.TOLD_DIGITS_AND_UNITS, words
+    # "1/2 an hour" is "half an hour", "1 1/2 hours" "one and a half hours", since (Home Assistant's timers)
+    for words in (["1/2", "lb"], ["½", "cup"], ["for", "1/2", "an", "hour"], ["1", "1/2", "hours"]):
+        assert engines.text_changes(words) == engines.TOLD_HALVES > engines.TOLD_MEASURES, words
     assert engines.text_changes(["l", "m", "n"]) < engines.TOLD_DIGITS_AND_UNITS
 
 

@@ -95,7 +95,10 @@ def test_normalize_text_settings() -> None:
      ("a 12 oz latte", "a twelve ounce latte"), ("a 20 min timer", "a twenty minute timer"),
      ("5 kg bag", "five kilogram bag"), ("1 lb bag", "one pound bag"), ("2 lb of beef", "two pounds of beef"),
      ("for 20 min please", "for twenty minutes please"), ("5 km away", "five kilometers away"),
-     ("$5 per lb", "five dollars per pound"), ("3 lbs", "three pounds")],
+     ("$5 per lb", "five dollars per pound"), ("3 lbs", "three pounds"),
+     # a half before "a"/"an" is "half" alone, and a whole number before one is "and a half" (Home Assistant's timers)
+     ("timer for 1/2 an hour", "timer for half an hour"), ("add ½ a minute", "add half a minute"),
+     ("1 1/2 hours", "one and a half hours"), ("2 3/4 cups", "two and three quarters cups")],
 )  # fmt: skip
 def test_numbers_and_their_symbols_are_spelled_as_said(written: str, said: str) -> None:
     """One spelling for what engines are told and what the transcript says: espeak-ng reads "$5" as

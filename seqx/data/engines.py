@@ -44,7 +44,13 @@ import soundfile as sf
 from seqx.data import verbs
 from seqx.errors import SeqxError
 from seqx.recipe import Voice
-from seqx.tokenize.short_forms import UNITS_AFTER_A_NUMBER, names_a_measure, spell_short_forms, spelled_numbers
+from seqx.tokenize.short_forms import (
+    ASCII_FRACTIONS,
+    UNITS_AFTER_A_NUMBER,
+    names_a_measure,
+    spell_short_forms,
+    spelled_numbers,
+)
 from seqx.tokenize.text import spell_out
 
 PIPER_SEED_DIR = Path(__file__).with_name("piper_seed")  # its sitecustomize.py seeds piper's onnxruntime, one thread
@@ -670,6 +676,7 @@ def prefix_letters(text: str) -> str:
 TOLD_LETTERS, TOLD_VERBS, TOLD_NUMBERS, TOLD_SHORT_FORMS, TOLD_PREFIX_LETTERS = 2, 3, 4, 5, 6  # engine_text: since when
 TOLD_DIGITS_AND_UNITS = 7
 TOLD_MEASURES = 8
+TOLD_HALVES = 9
 
 
 def text_changes(words: list[str]) -> int:
@@ -683,7 +690,10 @@ def text_changes(words: list[str]) -> int:
     day, short_forms) before all: "555-1234", "007", "No." (before a number), "min", "oz" (said long
     after a number and a space, "20 min", since then) and "½" (before a unit a size: "half pound").
     TOLD_MEASURES (the same day, short_forms.names_a_measure) before all: a measure before a noun names its
-    size ("a twelve ounce latte"), "1/2 lb" is "half pound", "1 lb" "one pound"."""
+    size ("a twelve ounce latte"), "1/2 lb" is "half pound", "1 lb" "one pound". TOLD_HALVES (2026-12-03)
+    before all: "1/2 an hour" is "half an hour", "1 1/2 hours" "one and a half hours"."""
+    if any(w in ASCII_FRACTIONS or "½" in w for w in words):
+        return TOLD_HALVES
     if any(names_a_measure(w) for w in words):
         return TOLD_MEASURES
     if any(spelled_numbers(w) != w or w.lower() in {"no.", *UNITS_AFTER_A_NUMBER} or re.search("[½⅓⅔¼¾]", w)

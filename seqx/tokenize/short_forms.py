@@ -52,7 +52,7 @@ _DOMAINS = "com|org|net|edu|gov|io|co|uk|us|ca|de|fr|ai|app|dev"
 def names_a_measure(word: str) -> bool:
     """Whether a grammar's word is a unit ("oz", "12oz", "lb") or a fraction ("1/2") whose spoken form
     hangs on the words beside it ("a 12 oz latte" / "12 oz of milk"), as corpora say since 2026-12-02."""
-    if word in _ASCII_FRACTIONS:
+    if word in ASCII_FRACTIONS:
         return True
     glued = re.fullmatch(rf"(\d+(?:[.,]\d+)*)?(?:{_GLUED_UNIT})", word, re.IGNORECASE)
     return bool(glued) and (glued.group(1) is not None or word.lower() != "l")  # the letter L is no measure
@@ -135,14 +135,20 @@ def _fraction_size(m: re.Match) -> str:
     return f" {_FRACTION_SIZES[m.group(1)]} {_unit_name(m.group(2))} "
 
 
-_ASCII_FRACTIONS = {"1/2": "½", "1/3": "⅓", "2/3": "⅔", "1/4": "¼", "3/4": "¾"}
+ASCII_FRACTIONS = {"1/2": "½", "1/3": "⅓", "2/3": "⅔", "1/4": "¼", "3/4": "¾"}
 _NEXT_WORD = r"(?=\s+([A-Za-z]+))?"  # the word after a measure, when one follows (`_unit_words`)
 
 
 def _ascii_fraction_size(m: re.Match) -> str:
     """ "1/2 lb" is said as "½ lb" is, "half pound" (not "one half pounds"); "5/8 in" is left alone."""
-    glyph = _ASCII_FRACTIONS.get(m.group(1))
+    glyph = ASCII_FRACTIONS.get(m.group(1))
     return f" {_FRACTION_SIZES[glyph]} {_unit_name(m.group(2))} " if glyph else m.group()
+
+
+def _whole_and_fraction(m: re.Match) -> str:
+    """ "1 1/2 hours" is said as "1½ hours" is, "one and a half hours" (not "one one half hours")."""
+    glyph = ASCII_FRACTIONS.get(m.group(2))
+    return f"{m.group(1)}{glyph}" if glyph else m.group()
 
 
 def _digits(group: str) -> str:
@@ -193,6 +199,8 @@ def spell_short_forms(text: str) -> str:
     text = re.sub(r"(?<![\w'.,$£€#])'?([1-9]0|1[1-9]\d0|20\d0)'?s(?!\w)", _decade, text)
     year = r"(?<![\w.,$£€#:/])(1[1-9]\d\d)(?![\w%°:/,]|\.\d)"  # not money, a decimal, a time or a 1,985
     text = re.sub(year, lambda m: f" {year_words(int(m.group(1)))} ", text)
+    text = re.sub(r"(?<![\w/.,])(\d+) ([1-3]/[2-4])(?![\w/])", _whole_and_fraction, text)  # "1 1/2": "1½"
+    text = re.sub(r"(?<![\w/])(?:½|1/2)(?=\s+an?\b)", "half", text)  # "1/2 an hour": "half an hour"
     text = re.sub(rf"(?<![\d\w])([½⅓⅔¼¾]) ?({_GLUED_UNIT})(?![\w/])", _fraction_size, text, flags=re.IGNORECASE)
     text = re.sub(rf"(?<![\d/])([1-3]/[2-4]) ?({_GLUED_UNIT})(?![\w/])", _ascii_fraction_size, text, flags=re.IGNORECASE)
     text = re.sub(rf"(\d+(?:[.,]\d+)*) ?({_AFTER_NUMBER})(?![\w/]){_NEXT_WORD}", _glued_unit, text, flags=re.IGNORECASE)
