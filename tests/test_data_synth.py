@@ -525,6 +525,31 @@ def test_words_training_seldom_says_are_warned_of_before_synthesis(tmp_path: Pat
     assert seldom_written(g, written_counts(said)) == {"songaa": 1, "stop": 1}
 
 
+def test_words_are_counted_as_said(tmp_path: Path) -> None:
+    """Home Assistant's `{volume}[%| percent]` writes "1percent" ... "100percent": each written word is in few
+    commands, but the model hears "percent" and a number's words in every one; the warning asked for 16,000
+    utterances of a grammar that 3,000 cover, before 2026-12-03."""
+    from seqx.data.coverage import seldom_warning
+    from seqx.grammar import grammar_from_file
+
+    path = tmp_path / "ha.yaml"
+    path.write_text("""language: en
+intents:
+  HassSetVolume:
+    data: [{sentences: ["set [the] volume to {volume}[%| percent]"]}]
+lists:
+  volume: {range: {from: 1, to: 20}}
+""")
+    grammar = grammar_from_file(path)
+    rng = np.random.default_rng(0)
+    drawn = [grammar.sample(rng).text for _ in range(200)]
+    assert any(w.endswith("percent") and w[0].isdigit() for text in drawn for w in text.split())  # "7percent"
+    assert seldom_warning(grammar, drawn, 200) is None
+    warning = seldom_warning(grammar, drawn[:4], 4)  # too few: the words as said are named
+    assert warning is not None and "percent'" not in warning and "%" not in warning
+    assert "of the grammar's 25 words" in warning  # set the volume to percent + one ... twenty
+
+
 def test_a_sentence_two_intents_say_is_warned_of_before_synthesis(tmp_path: Path) -> None:
     """The user who never runs `seqx grammar --show` hears it from `seqx train`: the timer's "stop" is
     parsed as media's, so the timer intent never answers it."""

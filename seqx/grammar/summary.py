@@ -75,7 +75,7 @@ def fixed_values(grammar: Grammar) -> dict[str, list[Any]]:
     return dict(sorted(found.items()))
 
 
-def _as_decoded(grammar: Grammar) -> tuple[Grammar, Callable[[str], str]]:
+def as_decoded(grammar: Grammar) -> tuple[Grammar, Callable[[str], str]]:
     """The grammar with its words as a decoded text spells them ("Turn" is "turn", "Stop." is "stop"),
     and that spelling (the default tokenizer's normalization: one function, so the grammar spells
     itself once for all the checks that ask)."""
@@ -112,7 +112,7 @@ def shared_sentences(grammar: Grammar) -> list[tuple[str, str, str]]:
     answers it, so the second group's slots are never reported for it."""
     from collections import deque
 
-    said, _ = _as_decoded(grammar)
+    said, _ = as_decoded(grammar)
     groups: dict[str, list] = {}
     for intent, templates in said.intents.items():
         fixings = list(dict.fromkeys(t.fixed for t in templates))
@@ -164,7 +164,7 @@ def short_form_advice(grammar: Grammar) -> list[str]:
     """One line for each short form the grammar writes alone, which every voice then says short while
     a person says it long: "{hour} am" is taught as the verb "am", "{n} min" as "min". "am" beside "I"
     is the verb the grammar means, and is left alone; "12 oz" is said long, so it is not warned of."""
-    words = {str(w) for w in _as_decoded(grammar)[0].vocabulary()}
+    words = {str(w) for w in as_decoded(grammar)[0].vocabulary()}
     found = sorted(words.intersection(_SAID_AS_WRITTEN) - ({"am"} if "i" in words else set()))
     return [f"{word!r} is said {_SAID_AS_WRITTEN[word]}" for word in found]
 
@@ -175,7 +175,7 @@ def sound_alike_choices(grammar: Grammar) -> list[tuple[str, ...]]:
     and "turn" are one word, not two said alike)."""
     from seqx.data.sound_alike import alike_groups
 
-    said, normalize = _as_decoded(grammar)
+    said, normalize = as_decoded(grammar)
     written: dict[str, str] = {}  # each word told as the grammar writes it
     for word in sorted(grammar.vocabulary()):
         written.setdefault(normalize(word), word)
