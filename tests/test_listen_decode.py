@@ -302,13 +302,20 @@ def test_serve_over_stdio_is_the_cli_end_to_end(trained: tuple[Recipe, Bundle]) 
     write_event(sent, "audio-start", {"rate": R, "width": 2, "channels": 1})
     write_event(sent, "audio-chunk", {"rate": R, "width": 2, "channels": 1}, pcm)
     write_event(sent, "audio-stop")
+    # Home Assistant's conversation agent: a command's text (as another recognizer writes it), then one outside
+    write_event(sent, "transcript", {"text": alone.text.capitalize() + ".", "context": {"conversation_id": "c1"}})
+    write_event(sent, "recognize", {"text": "open the pod bay doors"})
     env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "300", "OMP_NUM_THREADS": "1"}
     run = subprocess.run([sys.executable, "-m", "seqx", "serve", "--model", str(bundle.folder), "--uri", "stdio://"],
                          input=sent.getvalue(), capture_output=True, env=env, cwd=REPO, timeout=300)
     assert run.returncode == 0, run.stderr.decode()
     events = _events_of(run.stdout)
-    assert [e.type for e in events] == ["info", "transcript"]
+    assert [e.type for e in events] == ["info", "transcript", "intent", "not-recognized"]
+    assert events[0].data["intent"][0]["models"][0]["name"] == bundle.folder.name  # the conversation agent's
     assert events[1].data["text"] == alone.text and alone.text in run.stderr.decode()
+    assert alone.intent and events[2].data["name"] == alone.intent and events[2].data["context"] == {"conversation_id": "c1"}
+    assert {e["name"]: e["value"] for e in events[2].data.get("entities", [])} == alone.slots
+    assert events[3].data["heard"] == "open the pod bay doors"
     wrong = subprocess.run([sys.executable, "-m", "seqx", "serve", "--model", str(bundle.folder), "--uri", "http://x:1"],
                            capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
     assert wrong.returncode == 1 and "expected tcp://HOST:PORT" in wrong.stderr and len(wrong.stderr.splitlines()) == 1

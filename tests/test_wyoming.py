@@ -96,3 +96,41 @@ def test_a_decoder_failure_is_one_utterance_not_understood_and_the_next_is_answe
     assert failed[1]["text"] == "" and failed[1]["error"] == "RuntimeError: out of memory"
     (answered,) = _utterance(connection, mono, [b"\1\0" * 1600])
     assert answered[1]["text"] == "lights on" and calls == [1600, 1600]
+
+
+def test_a_commands_text_is_answered_with_its_intent_or_not_recognized(tmp_path) -> None:  # noqa: ANN001
+    """Home Assistant's conversation agent sends `transcript` (Rhasspy 3 `recognize`): the text is read by the
+    grammar as decoded texts spell it ("50%", capitals and a full stop are "fifty percent" and no stop), its
+    slots sent as entities; text outside the grammar is not recognized, never the nearest command."""
+    from seqx.recipe import TokenizerSettings
+    from seqx.serve.intents import CommandReader, command_reader
+    from seqx.tokenize.text import normalize_text
+
+    grammar_file = tmp_path / "g.yaml"
+    grammar_file.write_text("intents:\n  light: ['turn {state} the {room} light', 'dim the light to {level}%']\n"
+                            "slots:\n  state: [on, off]\n  room: [kitchen, living room]\n  level: [10, 50]\n")
+    config = tmp_path / "model" / "config.json"
+    config.parent.mkdir()
+    config.write_text(json.dumps({"tokenizer": TokenizerSettings().model_dump(), "grammar": None}))
+    assert command_reader(config.parent) is None  # no grammar of its own: not an intent recognizer
+    reader = command_reader(config.parent, str(grammar_file))
+    assert isinstance(reader, CommandReader) and reader.normalize("Dim it to 50%.") == normalize_text(
+        "Dim it to 50%.", TokenizerSettings()) == "dim it to fifty percent"
+    logged: list[dict] = []
+    service = Service("m", lambda waves: [], understand=reader)
+    assert service.info()["intent"][0]["models"][0]["name"] == "m" and service.info()["intent"][0]["installed"]
+    assert Service("m", lambda waves: []).info()["intent"] == []
+    connection = Connection(service, on_result=logged.append)
+    context = {"conversation_id": "01J"}
+    assert connection.handle(WyomingEvent("transcript", {"text": "Turn on the living room light.", "context": context})) == [
+        ("intent", {"name": "light", "entities": [{"name": "state", "value": "on"}, {"name": "room", "value": "living room"}],
+                    "heard": "turn on the living room light", "context": context})]
+    [(kind, data)] = connection.handle(WyomingEvent("recognize", {"text": "dim the light to 50%"}))
+    assert kind == "intent" and data["entities"] == [{"name": "level", "value": 50}]
+    [(kind, data)] = connection.handle(WyomingEvent("transcript", {"text": "turn on the garage light"}))
+    assert kind == "not-recognized" and data["text"] and data["heard"] == "turn on the garage light"
+    assert [e["understood"] for e in logged] == [True, True, False] and logged[0]["slots"]["room"] == "living room"
+    [(kind, data)] = connection.handle(WyomingEvent("transcript", {"context": context}))
+    assert kind == "error" and data["code"] == "bad-event"
+    [(kind, data)] = Connection(Service("m", lambda waves: [])).handle(WyomingEvent("transcript", {"text": "hi"}))
+    assert kind == "error" and data["code"] == "no-grammar"

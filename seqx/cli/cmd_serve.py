@@ -32,16 +32,19 @@ def serve(
 ) -> None:
     """Serve a trained model over the Wyoming protocol (Home Assistant: Settings > Devices > Add
     integration > Wyoming Protocol, this machine's address and port): each utterance sent is
-    answered with its command's text, or the empty text when it is not understood."""
+    answered with its command's text, or the empty text when it is not understood; with a grammar,
+    a command's text sent to it (Home Assistant's conversation agent) with its intent and slots."""
     from seqx import __version__
     from seqx.cli.cmd_listen import _recipe, wave_decoder
+    from seqx.serve.intents import command_reader
     from seqx.serve.server import bound_uri, open_server, serve_stdio
     from seqx.serve.service import Service
 
     settings = _recipe(recipe, overrides)
     decode = wave_decoder(model, settings, grammar, overrides)
-    name = (model or settings.bundle_dir).resolve().name
-    service = Service(name=name, decode=decode, max_seconds=max_seconds, version=__version__)
+    folder = model or settings.bundle_dir
+    service = Service(name=folder.resolve().name, decode=decode, max_seconds=max_seconds, version=__version__,
+                      understand=command_reader(folder, grammar))
 
     def said(answer: dict[str, Any]) -> None:
         if json_out:
@@ -60,7 +63,9 @@ def serve(
         json_out = False
         serve_stdio(service, on_result=said, on_problem=print_warning)
         return
-    console.print(f"serving {name} at {bound_uri(server, uri)} (Wyoming; Ctrl-C stops)", highlight=False)
+    reads = ", and commands' text to intents" if service.understand else ""
+    console.print(f"serving {service.name} at {bound_uri(server, uri)} (Wyoming: speech to text{reads}; Ctrl-C stops)",
+                  highlight=False)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

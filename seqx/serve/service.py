@@ -5,7 +5,9 @@ Home Assistant (and Rhasspy 3, and any Wyoming satellite) streams a spoken comma
 A command not understood (silence, noise, speech outside the grammar) is the empty text, which
 Home Assistant answers with "sorry, I couldn't understand that", never with a made-up command;
 seqx's own answer rides along in the same event (`understood`, `intent`, `slots`, `confidence`,
-`heard`), which Wyoming readers that do not know them skip.
+`heard`), which Wyoming readers that do not know them skip. With a grammar, the service is an intent
+recognizer too (seqx/serve/intents.py): a text sent as `transcript` or `recognize` is answered with
+`intent` or `not-recognized`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from seqx.grammar.model import Parse
 from seqx.listen.sources import SAMPLE_RATE
+from seqx.serve.intents import intent_reply
 from seqx.serve.wyoming import WyomingEvent
 
 Decode = Callable[[list[np.ndarray]], Sequence[Any]]  # mono float32 waves at SAMPLE_RATE -> one result each
@@ -36,6 +40,7 @@ class Service:
     languages: tuple[str, ...] = ("en",)
     max_seconds: float = 30.0
     version: str = ""
+    understand: Callable[[str], Parse | None] | None = None  # a text -> its command (intents.CommandReader)
 
     def info(self) -> dict[str, Any]:
         model = {"name": self.name, "description": self.description, "attribution": ATTRIBUTION,
@@ -43,7 +48,9 @@ class Service:
         program = {"name": "seqx", "description": "offline spoken commands, trained on your own grammar",
                    "attribution": ATTRIBUTION, "installed": True, "version": self.version,
                    "supports_transcript_streaming": False, "models": [model]}
-        return {"asr": [program], "tts": [], "handle": [], "intent": [], "wake": []}
+        intent = {**{k: v for k, v in program.items() if k != "supports_transcript_streaming"},
+                  "description": "your grammar's commands from their text"}
+        return {"asr": [program], "tts": [], "handle": [], "intent": [intent] if self.understand else [], "wake": []}
 
 
 @dataclass
@@ -79,6 +86,8 @@ class Connection:
             return self._chunk(event)
         if kind == "audio-stop":
             return [self._transcript()] if self.streaming else [_error("audio-stop without audio-start", "no-audio")]
+        if kind in ("transcript", "recognize"):  # Home Assistant's conversation agent; Rhasspy 3's intent step
+            return [self._intent(data)]
         return []  # events of other services (tts, wake, ...) are not ours: Wyoming peers skip what they do not know
 
     def _take_format(self, data: dict[str, Any]) -> str | None:
@@ -130,6 +139,25 @@ class Connection:
         if self.on_result is not None:
             self.on_result(said)
         return ("transcript", said)
+
+
+    def _intent(self, data: dict[str, Any]) -> Reply:
+        text = data.get("text")
+        if self.service.understand is None:
+            return _error("this model has no grammar to read a command's text by (serve one trained on a grammar, "
+                          "or give --grammar FILE)", "no-grammar")
+        if not isinstance(text, str):
+            return _error(f"a text to read without a text (data {data}): expected {{\"text\": \"...\"}}", "bad-event")
+        parse = self.service.understand(text)
+        kind, reply = intent_reply(parse, parse.text if parse else text, data.get("context"))
+        if self.on_result is not None:
+            said: dict[str, Any] = {"text": reply["heard"], "understood": parse is not None, "from": "text"}
+            if parse is None:
+                said["reason"] = "not in the grammar"
+            else:
+                said["intent"], said["slots"] = parse.intent, {e["name"]: e["value"] for e in reply["entities"]}
+            self.on_result(said)
+        return kind, reply
 
 
 def _answer(result: Any) -> dict[str, Any]:
