@@ -317,9 +317,18 @@ def test_home_assistant_intent_sentences_read_as_written(tmp_path: Path) -> None
     for intent, spec in raw["intents"].items():
         (folder / f"light_{intent}.yaml").write_text(yaml.safe_dump({"language": "en", "intents": {intent: spec}}))
     assert grammar_from_file(folder).count() == grammar.count()
+    # as the home-assistant-intents package ships a language, merged into one JSON file: alone, or in a folder
+    # beside a file of one's own lists (a .json grammar was Vosk's phrase list only before 2026-12-03)
+    merged = tmp_path / "json" / "en.json"
+    merged.parent.mkdir()
+    merged.write_text(json.dumps({k: v for k, v in raw.items() if k != "lists"} | {"responses": {"errors": {}}}))
+    (merged.parent / "_my_lists.yaml").write_text(yaml.safe_dump({"language": "en", "lists": raw["lists"]}))
+    assert grammar_from_file(merged.parent).count() == grammar.count()
+    merged.write_text(json.dumps(raw))
+    assert grammar_from_file(merged).count() == grammar.count()
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(GrammarError, match="no .yaml files in it"):
+    with pytest.raises(GrammarError, match="no .yaml or .json files in it"):
         grammar_from_file(empty)
     # a wildcard list (a timer's name, a shopping list's item: anything a person says): its sentences are
     # left out and said so, the file's others still load (the whole file was an error before 2026-12-02)
@@ -1087,9 +1096,10 @@ def test_vosk_grammar_json(tmp_path: Path) -> None:
     grammar = grammar_from_file(path)
     assert enumerate_sentences(grammar) == {"turn on the light", "turn off the light"}
     assert list(grammar.intents) == ["lights"]
-    path.write_text('{"turn": "on"}')
-    with pytest.raises(GrammarError, match="a Vosk grammar is a JSON list of phrases"):
-        grammar_from_file(path)
+    for wrong in ('{"turn": "on"}', '"turn on"'):  # an object is Home Assistant's merged sentences, or wrong
+        path.write_text(wrong)
+        with pytest.raises(GrammarError, match=r"Vosk grammar(,| is) a JSON list of phrases"):
+            grammar_from_file(path)
 
 
 def test_phrase_list(tmp_path: Path) -> None:

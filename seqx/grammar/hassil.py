@@ -64,7 +64,9 @@ def is_hassil(raw: Mapping[str, Any]) -> bool:
 
 
 def folder_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*") if p.suffix.lower() in (".yaml", ".yml") and p.is_file())
+    """A folder grammar's files: YAML, and JSON as the home-assistant-intents package ships a language's
+    sentences merged (`data/en.json`, `speech_to_phrase/en.json`), beside a file of your own lists."""
+    return sorted(p for p in folder.rglob("*") if p.suffix.lower() in (".yaml", ".yml", ".json") and p.is_file())
 
 
 def hassil_folder(folder: Path) -> Grammar:
@@ -74,7 +76,7 @@ def hassil_folder(folder: Path) -> Grammar:
 
     files = folder_files(folder)
     if not files:
-        raise GrammarError(f"{folder}: a folder grammar is Home Assistant's intent sentences: no .yaml files in it")
+        raise GrammarError(f"{folder}: a folder grammar is Home Assistant's intent sentences: no .yaml or .json files in it")
     merged: dict[str, Any] = {"intents": {}, "lists": {}, "expansion_rules": {}}
     origins = Origins({}, {})
     for path in files:

@@ -76,7 +76,8 @@ def yaml_or_nothing(path: Path) -> Any:
 
 def grammar_from_file(path: str | Path) -> Grammar:
     """A grammar file, by extension: .jsgf/.gram (JSGF), .txt (a phrase list), .json (Vosk's phrase
-    list), .ini (Rhasspy's sentences.ini), .yaml/.yml."""
+    list; a JSON object is read as YAML is: the home-assistant-intents package's merged `en.json`),
+    .ini (Rhasspy's sentences.ini), .yaml/.yml."""
     path = Path(path)
     if path.is_dir():  # Home Assistant keeps a language's sentences in a folder of files
         from seqx.grammar.hassil import hassil_folder
@@ -96,7 +97,7 @@ def grammar_from_file(path: str | Path) -> Grammar:
         from seqx.grammar.rhasspy import rhasspy_to_grammar
 
         return rhasspy_to_grammar(text, source=str(path), folder=path.parent)
-    if kind == "vosk":
+    if kind == "vosk" and not text.lstrip().startswith("{"):  # an object: read below, as its YAML form
         from seqx.grammar.phrases import vosk_to_grammar
 
         return vosk_to_grammar(text, source=str(path))
@@ -113,6 +114,9 @@ def grammar_from_file(path: str | Path) -> Grammar:
     except yaml.YAMLError as err:
         line, problem = yaml_problem(err)
         raise GrammarError(f"{path}{f':{line}' if line is not None else ''}: not valid YAML: {problem}") from None
+    if kind == "vosk" and not (isinstance(raw, dict) and {"intents", "context"} & set(raw)):
+        raise GrammarError(f'{path}: a .json grammar is a Vosk grammar, a JSON list of phrases ["turn on the light", ...], '
+                           f'or Home Assistant\'s intent sentences merged ({{"language": "en", "intents": ...}})')
     if not isinstance(raw, dict):
         raise GrammarError(f"{path}: a grammar file is a mapping with intents and slots")
     if "grammar" in raw and "intents" not in raw:  # a file that holds a grammar section
