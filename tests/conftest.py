@@ -115,3 +115,13 @@ def enumerate_sentences(grammar) -> set[str]:  # noqa: ANN001
         return [tuple(w for part in parts for w in part) for parts in product(*(expand(i) for i in expr.items))]
 
     return {" ".join(words) for t in grammar.templates for words in expand(t.expr)}
+
+
+def hassil_file(folder: Path, sentences: dict[str, list[str]], lists: dict) -> Path:
+    """A file of Home Assistant's intent sentences (HassIL's YAML) in `folder`: one data block per intent."""
+    import yaml
+
+    path = folder / "ha.yaml"
+    intents = {intent: {"data": [{"sentences": said}]} for intent, said in sentences.items()}
+    path.write_text(yaml.safe_dump({"language": "en", "intents": intents, "lists": lists}))
+    return path

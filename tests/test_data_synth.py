@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from conftest import ESPEAK_ONLY, REPO, enumerate_sentences
+from conftest import ESPEAK_ONLY, REPO, enumerate_sentences, hassil_file
 
 from seqx.data.manifest import CLIPPED_SUFFIX, TIGHT_SUFFIX, read_manifest
 from seqx.data.noise import NOISE_KINDS, draw_noise, mix_at_snr
@@ -532,15 +532,8 @@ def test_words_are_counted_as_said(tmp_path: Path) -> None:
     from seqx.data.coverage import seldom_warning
     from seqx.grammar import grammar_from_file
 
-    path = tmp_path / "ha.yaml"
-    path.write_text("""language: en
-intents:
-  HassSetVolume:
-    data: [{sentences: ["set [the] volume to {volume}[%| percent]"]}]
-lists:
-  volume: {range: {from: 1, to: 20}}
-""")
-    grammar = grammar_from_file(path)
+    grammar = grammar_from_file(hassil_file(tmp_path, {"HassSetVolume": ["set [the] volume to {volume}[%| percent]"]},
+                                            {"volume": {"range": {"from": 1, "to": 20}}}))
     rng = np.random.default_rng(0)
     drawn = [grammar.sample(rng).text for _ in range(200)]
     assert any(w.endswith("percent") and w[0].isdigit() for text in drawn for w in text.split())  # "7percent"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, enumerate_sentences
+from conftest import REPO, enumerate_sentences, hassil_file
 from typer.testing import CliRunner
 
 from seqx.data.synth import corpus_grammar
@@ -706,15 +706,9 @@ lists:
 def test_home_assistant_an_optional_space_in_a_list_value(tmp_path: Path) -> None:
     """_common.yaml's `color_temperature_names` says `day[ ]light`: "day light", reported as written; the whole
     folder was an error ("empty optional") before 2026-12-03."""
-    path = tmp_path / "ha.yaml"
-    path.write_text("""language: en
-intents:
-  HassLightSet:
-    data: [{sentences: ["set [the] lights to {color_temperature}"]}]
-lists:
-  color_temperature: {values: [{in: "day[ ]light", out: 6500}, {in: "(cold|cool) white", out: 4000}]}
-""")
-    grammar = grammar_from_file(path)
+    values = [{"in": "day[ ]light", "out": 6500}, {"in": "(cold|cool) white", "out": 4000}]
+    grammar = grammar_from_file(hassil_file(tmp_path, {"HassLightSet": ["set [the] lights to {color_temperature}"]},
+                                            {"color_temperature": {"values": values}}))
     assert grammar.parse("set the lights to day light").slots == {"color_temperature": 6500}
     assert grammar.parse("set lights to cool white").slots == {"color_temperature": 4000}
 
