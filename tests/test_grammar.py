@@ -1265,6 +1265,8 @@ def test_show_warns_of_short_forms_said_as_written(tmp_path: Path) -> None:
     assert summarize(fixed).short_forms == []
     sizes = Grammar.build({"order": ["a {size} latte"]}, {"size": ["12 oz: small", "16 oz"]})  # after a number: long
     assert summarize(sizes).short_forms == []
+    least = Grammar.build({"dim": ["set the lamp to (min | minimum)", "set the lamp to max"]}, {})  # Home Assistant's
+    assert summarize(least).short_forms == []
     assert fixed.spoken(lambda t: normalize_text(t, TokenizerSettings())).parse("wake me at seven a m").slots == {"hour": "7"}
     path = tmp_path / "alarm.yaml"
     path.write_text("intents:\n  alarm: ['wake me at {hour} am']\nslots:\n  hour: ['6', '7']\n")

@@ -163,9 +163,11 @@ _SAID_AS_WRITTEN = {
 def short_form_advice(grammar: Grammar) -> list[str]:
     """One line for each short form the grammar writes alone, which every voice then says short while
     a person says it long: "{hour} am" is taught as the verb "am", "{n} min" as "min". "am" beside "I"
-    is the verb the grammar means, and is left alone; "12 oz" is said long, so it is not warned of."""
+    is the verb the grammar means, and is left alone, as is "min" beside "max" or "minimum" (Home
+    Assistant's brightness `(min|minimum|lowest)`); "12 oz" is said long, so it is not warned of."""
     words = {str(w) for w in as_decoded(grammar)[0].vocabulary()}
-    found = sorted(words.intersection(_SAID_AS_WRITTEN) - ({"am"} if "i" in words else set()))
+    meant = ({"am"} if "i" in words else set()) | ({"min"} if words & {"max", "minimum"} else set())  # "(min|minimum)"
+    found = sorted(words.intersection(_SAID_AS_WRITTEN) - meant)
     return [f"{word!r} is said {_SAID_AS_WRITTEN[word]}" for word in found]
 
 
