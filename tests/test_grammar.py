@@ -713,6 +713,15 @@ def test_home_assistant_an_optional_space_in_a_list_value(tmp_path: Path) -> Non
     assert grammar.parse("set lights to cool white").slots == {"color_temperature": 4000}
 
 
+def test_home_assistant_a_space_or_a_hyphen_is_words_apart(tmp_path: Path) -> None:
+    """Home Assistant's timers write `{timer_minutes:minutes}( |-)minute[s]` ("5 minutes", "5-minutes"): one
+    sound, read as words apart; it wrote the words "5minute" and "-minute" before 2026-12-03."""
+    grammar = grammar_from_file(hassil_file(tmp_path, {"HassStartTimer": ["timer for {timer_minutes:minutes}( |-)minute[s]"]},
+                                            {"timer_minutes": {"range": {"from": 1, "to": 3}}}))
+    assert grammar.parse("timer for 2 minutes").slots == {"minutes": 2}
+    assert sorted(grammar.vocabulary()) == ["1", "2", "3", "for", "minute", "minutes", "timer"]
+
+
 def test_fixed_slots_are_reported_with_what_is_said(tmp_path: Path) -> None:
     """Slots a template reports without saying them: "the fans" and "the lights" in a room are one
     intent (Home Assistant's HassTurnOn) told apart by the domain its data block fixes; a slot said

@@ -19,12 +19,14 @@ RULE = re.compile(r"<([^<>\s]+)>")
 # `[and]{minutes}`: HassIL matches "and 5" (spaces around a list are loose there), not one word "and5"
 _BRACKET_THEN_LIST = re.compile(r"\]\{")
 MAXRULE_DEPTH = 20
+# `{minutes}( |-)minute[s]` (Home Assistant's timers): "5 minutes" or "5-minutes", one sound: words apart
+_SPACE_OR_HYPHEN = re.compile(r"\(\s*-?\s*\|\s*-?\s*\)")
 
 
 def seqx_text(sentence: str, rules: Mapping[str, Any], where: str) -> str:
     """A HassIL sentence (or rule) as seqx template text, `rules` its expansion rules."""
-    text = _expanded(sentence, rules, where)
-    return _permuted(_apart(_optional_if_empty(_BRACKET_THEN_LIST.sub("] {", OPTIONAL_SPACE.sub(" ", text)))), where)
+    text = _SPACE_OR_HYPHEN.sub(" ", OPTIONAL_SPACE.sub(" ", _expanded(sentence, rules, where)))
+    return _permuted(_apart(_optional_if_empty(_BRACKET_THEN_LIST.sub("] {", text))), where)
 
 
 def _optional_if_empty(text: str) -> str:
