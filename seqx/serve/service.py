@@ -140,7 +140,6 @@ class Connection:
             self.on_result(said)
         return ("transcript", said)
 
-
     def _intent(self, data: dict[str, Any]) -> Reply:
         text = data.get("text")
         if self.service.understand is None:
