@@ -706,11 +706,12 @@ lists:
 def test_home_assistant_an_optional_space_in_a_list_value(tmp_path: Path) -> None:
     """_common.yaml's `color_temperature_names` says `day[ ]light`: "day light", reported as written; the whole
     folder was an error ("empty optional") before 2026-12-03."""
-    values = [{"in": "day[ ]light", "out": 6500}, {"in": "(cold|cool) white", "out": 4000}]
+    values = [{"in": "day[ ]light", "out": 6500}, {"in": "(cold|cool) white", "out": 4000}, "warm[ ]light"]
     grammar = grammar_from_file(hassil_file(tmp_path, {"HassLightSet": ["set [the] lights to {color_temperature}"]},
                                             {"color_temperature": {"values": values}}))
     assert grammar.parse("set the lights to day light").slots == {"color_temperature": 6500}
     assert grammar.parse("set lights to cool white").slots == {"color_temperature": 4000}
+    assert grammar.parse("set lights to warm light").slots == {"color_temperature": "warm light"}  # no `out`: as said
 
 
 def test_home_assistant_a_space_or_a_hyphen_is_words_apart(tmp_path: Path) -> None:

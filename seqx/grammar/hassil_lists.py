@@ -184,12 +184,13 @@ def _value(value: Any, list_name: str) -> list[SlotValue]:
     if said is None or not str(said).split():
         raise GrammarError(f"lists: {list_name}: a value says nothing ({value!r})")
     output: Output = out if isinstance(out, str | int | float | bool) else str(out)
+    unwritten = output == said  # no `out`: the words said are reported
     said = OPTIONAL_SPACE.sub(" ", str(said))  # `day[ ]light` (_common.yaml) was an error, "empty optional"
     if not TEMPLATE_SYNTAX.search(said):
-        words = tuple(str(said).split())
-        return [SlotValue(words, " ".join(words) if output == said and isinstance(output, str) else output)]
+        words = tuple(said.split())
+        return [SlotValue(words, " ".join(words) if unwritten and isinstance(output, str) else output)]
     ways = _ways(parse_template(said, f"lists: {list_name}: '{said}'"), list_name)
-    return [SlotValue(words, output if output != said else " ".join(words)) for words in ways]
+    return [SlotValue(words, " ".join(words) if unwritten else output) for words in ways]
 
 
 def _ways(expr: Expr, list_name: str) -> list[tuple[str, ...]]:
