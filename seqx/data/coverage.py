@@ -45,7 +45,13 @@ def seldom_warning(grammar: Grammar, transcripts: Iterable[str], size: int) -> s
     writes every word often enough."""
     grammar, spelling = as_decoded(grammar)
     said: dict[str, str] = {}  # a command drawn twice is spelled once
-    counts = written_counts(said.setdefault(text, spelling(text)) for text in transcripts)
+
+    def spelled(text: str) -> str:
+        if text not in said:
+            said[text] = spelling(text)
+        return said[text]
+
+    counts = written_counts(spelled(text) for text in transcripts)  # one pass: `transcripts` may be a generator
     rare = seldom_written(grammar, counts)
     if not rare:
         return None
